@@ -1,0 +1,211 @@
+"""Every span name, attribute name, metric name and outcome code the toolkit uses.
+
+This module is the single owner of those strings. Code, SQL, dashboards and alert rules name
+them as spelled here, and a test checks that every name they use is defined below. Changing a
+name means changing it here and nowhere else in Python; SQL and YAML files are checked against
+this module rather than importing it.
+
+The GenAI names follow the OpenTelemetry semantic conventions for tool execution; the ``tool.*``,
+``state.*``, ``delegation.*``, ``objective.*``, ``policy.*``, ``idempotency.*`` and ``plan.*``
+names are the toolkit's own namespace (see DESIGN.md).
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+# --- spans -----------------------------------------------------------------------------------
+
+OPERATION_EXECUTE_TOOL: Final = "execute_tool"
+SPAN_NAME_PREFIX: Final = OPERATION_EXECUTE_TOOL + " "
+"""A tool span is named ``execute_tool {gen_ai.tool.name}``."""
+
+INSTRUMENTATION_SCOPE: Final = "outcome-telemetry"
+
+# OpenTelemetry GenAI and general semantic-convention attributes.
+GEN_AI_OPERATION_NAME: Final = "gen_ai.operation.name"
+GEN_AI_TOOL_NAME: Final = "gen_ai.tool.name"
+GEN_AI_TOOL_CALL_ID: Final = "gen_ai.tool.call.id"
+GEN_AI_AGENT_ID: Final = "gen_ai.agent.id"
+GEN_AI_CONVERSATION_ID: Final = "gen_ai.conversation.id"
+ERROR_TYPE: Final = "error.type"
+HTTP_RESPONSE_STATUS_CODE: Final = "http.response.status_code"
+SERVICE_NAME: Final = "service.name"
+
+# The toolkit's triad.
+TOOL_TRANSPORT: Final = "tool.transport"
+TOOL_READBACK: Final = "tool.readback"
+TOOL_OUTCOME: Final = "tool.outcome"
+TOOL_KIND: Final = "tool.kind"
+TOOL_READ_ONLY: Final = "tool.hint.read_only"
+TOOL_DESTRUCTIVE: Final = "tool.hint.destructive"
+TOOL_IDEMPOTENT: Final = "tool.hint.idempotent"
+TOOL_ARGUMENT_PREFIX: Final = "tool.argument."
+"""Opt-in recorded arguments are ``tool.argument.{name}`` (redacted, length-capped)."""
+TOOL_FORCED_BY: Final = "tool.forced_by"
+"""Operator identity on a forced (guard-bypassing) operation."""
+TOOL_DEDUPLICATED: Final = "tool.deduplicated"
+
+# Domain attributes: the guards set them and forensics reads them.
+STATE_KEY: Final = "state.key"
+STATE_VERSION_READ: Final = "state.version.read"
+STATE_VERSION_EXPECTED: Final = "state.version.expected"
+STATE_VERSION_CURRENT: Final = "state.version.current"
+STATE_VERSION_WRITTEN: Final = "state.version.written"
+DELEGATION_TASK_ID: Final = "delegation.task_id"
+DELEGATION_ORIGIN_TASK_ID: Final = "delegation.origin_task_id"
+DELEGATION_ROOT_TASK_ID: Final = "delegation.root_task_id"
+DELEGATION_HOP: Final = "delegation.hop"
+DELEGATION_CONSTRAINTS_CARRIED: Final = "delegation.constraints.carried"
+DELEGATION_CONSTRAINTS_WAIVED: Final = "delegation.constraints.waived"
+DELEGATION_WAIVER_REASONS: Final = "delegation.constraints.waiver_reasons"
+OBJECTIVE_TASK_ID: Final = "objective.task_id"
+OBJECTIVE_VERSION: Final = "objective.version"
+OBJECTIVE_CURRENT_VERSION: Final = "objective.version.current"
+POLICY_VERSION: Final = "policy.version"
+POLICY_CURRENT_VERSION: Final = "policy.version.current"
+IDEMPOTENCY_KEY_HASH: Final = "idempotency.key_hash"
+IDEMPOTENCY_PAYLOAD_HASH: Final = "idempotency.payload_hash"
+IDEMPOTENCY_ORIGINAL_ID: Final = "idempotency.original_id"
+PLAN_ID: Final = "plan.id"
+PLAN_OBJECTS_MATCHED: Final = "plan.objects_matched"
+PLAN_CHANGED_COUNT: Final = "plan.changed_count"
+PLAN_OUTSIDE_TARGET_CHANGED_COUNT: Final = "plan.outside_target_changed_count"
+PLAN_BINDING_MOVED: Final = "plan.binding_moved"
+
+# --- the triad's values ----------------------------------------------------------------------
+
+TRANSPORT_OK: Final = "ok"
+TRANSPORT_ERROR: Final = "error"
+TRANSPORT_VALUES: Final = (TRANSPORT_OK, TRANSPORT_ERROR)
+
+READBACK_MATCH: Final = "match"
+READBACK_MISMATCH: Final = "mismatch"
+READBACK_SKIPPED: Final = "skipped"
+READBACK_ERROR: Final = "error"
+READBACK_NOT_APPLICABLE: Final = "not_applicable"
+READBACK_VALUES: Final = (
+    READBACK_MATCH,
+    READBACK_MISMATCH,
+    READBACK_SKIPPED,
+    READBACK_ERROR,
+    READBACK_NOT_APPLICABLE,
+)
+
+# --- the outcome vocabulary ------------------------------------------------------------------
+
+OUTCOME_OK: Final = "ok"
+OUTCOME_ERROR: Final = "error"
+OUTCOME_TOOL_ERROR: Final = "tool_error"
+OUTCOME_INVALID_ARGUMENT: Final = "invalid_argument"
+OUTCOME_REJECTED_STALE_VERSION: Final = "rejected_stale_version"
+OUTCOME_STALE_POLICY: Final = "stale_policy"
+OUTCOME_CONSTRAINT_MISSING: Final = "constraint_missing"
+OUTCOME_DUPLICATE_REQUEST: Final = "duplicate_request"
+OUTCOME_PLAN_EXPIRED: Final = "plan_expired"
+OUTCOME_PLAN_BINDING_MOVED: Final = "plan_binding_moved"
+OUTCOME_POSTCONDITION_FAILED: Final = "postcondition_failed"
+OUTCOME_READBACK_MISMATCH: Final = "readback_mismatch"
+OUTCOME_RATE_LIMITED: Final = "rate_limited"
+OUTCOME_NOT_FOUND: Final = "not_found"
+OUTCOME_FORCED: Final = "forced"
+"""A guard was bypassed by an operator: the write happened, and the span says who forced it."""
+OUTCOME_OTHER: Final = "other"
+"""Metric label for an outcome outside the vocabulary and the tool's declared set."""
+
+OUTCOMES: Final = frozenset(
+    {
+        OUTCOME_OK,
+        OUTCOME_ERROR,
+        OUTCOME_TOOL_ERROR,
+        OUTCOME_INVALID_ARGUMENT,
+        OUTCOME_REJECTED_STALE_VERSION,
+        OUTCOME_STALE_POLICY,
+        OUTCOME_CONSTRAINT_MISSING,
+        OUTCOME_DUPLICATE_REQUEST,
+        OUTCOME_PLAN_EXPIRED,
+        OUTCOME_PLAN_BINDING_MOVED,
+        OUTCOME_POSTCONDITION_FAILED,
+        OUTCOME_READBACK_MISMATCH,
+        OUTCOME_RATE_LIMITED,
+        OUTCOME_NOT_FOUND,
+        OUTCOME_FORCED,
+    }
+)
+
+REFUSAL_OUTCOMES: Final = frozenset(
+    {
+        OUTCOME_REJECTED_STALE_VERSION,
+        OUTCOME_STALE_POLICY,
+        OUTCOME_CONSTRAINT_MISSING,
+        OUTCOME_DUPLICATE_REQUEST,
+        OUTCOME_PLAN_EXPIRED,
+        OUTCOME_PLAN_BINDING_MOVED,
+    }
+)
+"""Outcomes by which a guard refused at call time; each is counted in
+``tool_rejected_writes_total`` with the outcome as its ``reason``."""
+
+# --- tool kinds ------------------------------------------------------------------------------
+
+KIND_READ: Final = "read"
+KIND_WRITE: Final = "write"
+KIND_SEND: Final = "send"
+KIND_DELEGATE: Final = "delegate"
+KINDS: Final = (KIND_READ, KIND_WRITE, KIND_SEND, KIND_DELEGATE)
+
+# --- metrics ---------------------------------------------------------------------------------
+# prometheus-client appends ``_total`` to counters itself, so each counter has its base name
+# (what the client takes) and its exposed name (what PromQL, rules and dashboards use).
+
+METRIC_TOOL_CALLS: Final = "tool_calls"
+METRIC_TOOL_CALLS_TOTAL: Final = "tool_calls_total"
+METRIC_TOOL_CALL_DURATION: Final = "tool_call_duration_seconds"
+METRIC_REJECTED_WRITES: Final = "tool_rejected_writes"
+METRIC_REJECTED_WRITES_TOTAL: Final = "tool_rejected_writes_total"
+METRIC_CONSTRAINT_WAIVERS: Final = "tool_constraint_waivers"
+METRIC_CONSTRAINT_WAIVERS_TOTAL: Final = "tool_constraint_waivers_total"
+METRIC_STALE_SENDS: Final = "tool_stale_sends"
+METRIC_STALE_SENDS_TOTAL: Final = "tool_stale_sends_total"
+METRIC_IDEMPOTENT_REPLAYS: Final = "tool_idempotent_replays"
+METRIC_IDEMPOTENT_REPLAYS_TOTAL: Final = "tool_idempotent_replays_total"
+
+LABEL_TOOL: Final = "tool"
+LABEL_TRANSPORT: Final = "transport"
+LABEL_READBACK: Final = "readback"
+LABEL_OUTCOME: Final = "outcome"
+LABEL_REASON: Final = "reason"
+EXEMPLAR_TRACE_ID: Final = "trace_id"
+
+METRIC_LABELS: Final = {
+    METRIC_TOOL_CALLS_TOTAL: (LABEL_TOOL, LABEL_TRANSPORT, LABEL_READBACK, LABEL_OUTCOME),
+    METRIC_TOOL_CALL_DURATION: (LABEL_TOOL,),
+    METRIC_REJECTED_WRITES_TOTAL: (LABEL_TOOL, LABEL_REASON),
+    METRIC_CONSTRAINT_WAIVERS_TOTAL: (LABEL_TOOL,),
+    METRIC_STALE_SENDS_TOTAL: (LABEL_TOOL,),
+    METRIC_IDEMPOTENT_REPLAYS_TOTAL: (LABEL_TOOL,),
+}
+"""Exposed metric name to its label names, in order."""
+
+# --- recording limits ------------------------------------------------------------------------
+
+MAX_ATTRIBUTE_LENGTH: Final = 256
+"""Recorded argument values and out-of-vocabulary outcomes are cut to this many characters."""
+REDACTED: Final = "[REDACTED]"
+SECRET_NAME_PARTS: Final = (
+    "password",
+    "passwd",
+    "secret",
+    "token",
+    "api_key",
+    "apikey",
+    "authorization",
+    "credential",
+    "private_key",
+    "cookie",
+    "session",
+)
+"""An argument whose lower-cased name contains one of these is recorded as ``[REDACTED]``."""
+
+OTLP_SPANS_PER_LINE: Final = 64
+"""The file exporter writes at most this many spans per JSON line (see DESIGN.md's measurements)."""

@@ -1,0 +1,26 @@
+"""The toolkit's exceptions: one base class, each subclass says what went wrong and what to do.
+
+Telemetry itself never raises into a tool call; these are raised by configuration, by the
+guards' operator-facing APIs and by forensics, where the caller asked for something that
+cannot be done.
+"""
+
+from __future__ import annotations
+
+
+class TelemetryError(Exception):
+    """Base class of every exception this package raises on purpose."""
+
+
+class ConfigurationError(TelemetryError, ValueError):
+    """``configure()`` or a decorator was given something it cannot use; the message says
+    which value and what to pass instead."""
+
+
+class ForensicsInputError(TelemetryError, ValueError):
+    """A trace file is not OTLP JSON (or is malformed); the message names the file and line."""
+
+
+class GuardError(TelemetryError):
+    """A guard's operator-facing API was misused (for example a forced write without an
+    operator identity). Tool-facing refusals are envelopes, never exceptions."""
