@@ -209,3 +209,75 @@ SECRET_NAME_PARTS: Final = (
 
 OTLP_SPANS_PER_LINE: Final = 64
 """The file exporter writes at most this many spans per JSON line (see DESIGN.md's measurements)."""
+
+# --- alert rules and dashboards --------------------------------------------------------------
+# The names ``alerts/*.rules.yml`` and ``dashboards/*.json`` use beyond the metrics above:
+# recording rules, alerts, the Prometheus built-ins they join on, and the alert labels. A test
+# (tests/alerting/test_alerting_names.py) checks every name those files use is defined here.
+
+PROMETHEUS_UP: Final = "up"
+"""Prometheus's own per-target health series; the first-bad-outcome branch joins on it."""
+LABEL_JOB: Final = "job"
+LABEL_INSTANCE: Final = "instance"
+LABEL_LE: Final = "le"
+"""Histogram bucket bound label (``tool_call_duration_seconds_bucket{le=...}``)."""
+HISTOGRAM_SUFFIXES: Final = ("_bucket", "_sum", "_count")
+LABEL_SEVERITY: Final = "severity"
+SEVERITY_CRITICAL: Final = "critical"
+"""Page a human now."""
+SEVERITY_WARNING: Final = "warning"
+"""Open a ticket; look during working hours."""
+
+NOT_BAD_OUTCOMES: Final = frozenset({OUTCOME_OK, OUTCOME_FORCED}) | REFUSAL_OUTCOMES
+"""Outcomes the 200-with-bad-outcome page ignores: success, an operator's counted force, and
+guard refusals (prevented failures, alerted on by their ratio instead)."""
+
+RULE_CALLS_RATE5M: Final = "tool:tool_calls:rate5m"
+RULE_BAD_OUTCOME_SUCCESSES_RATE5M: Final = "tool:bad_outcome_successes:rate5m"
+RULE_INTENT_SUCCESS_RATIO_RATE5M: Final = "tool:intent_success:ratio_rate5m"
+RULE_INTENT_ERROR_RATIO_RATE5M: Final = "tool:intent_error:ratio_rate5m"
+RULE_INTENT_ERROR_RATIO_RATE30M: Final = "tool:intent_error:ratio_rate30m"
+RULE_INTENT_ERROR_RATIO_RATE1H: Final = "tool:intent_error:ratio_rate1h"
+RULE_INTENT_ERROR_RATIO_RATE6H: Final = "tool:intent_error:ratio_rate6h"
+RULE_INTENT_ERROR_RATIO_RATE3D: Final = "tool:intent_error:ratio_rate3d"
+RULE_REJECTED_WRITES_RATIO_RATE5M: Final = "tool:rejected_writes:ratio_rate5m"
+RULE_READBACK_MATCH_RATIO_RATE5M: Final = "tool:readback_match:ratio_rate5m"
+RULE_READBACK_MISMATCH_RATIO_RATE5M: Final = "tool:readback_mismatch:ratio_rate5m"
+RULE_INTENT_SLO_TARGET: Final = "outcome_telemetry:intent_slo:target"
+"""The intent-success SLO target, a constant recording rule (``vector(0.99)``) operators edit."""
+RULE_INTENT_SLO_ERROR_BUDGET: Final = "outcome_telemetry:intent_slo:error_budget"
+RECORDING_RULES: Final = (
+    RULE_CALLS_RATE5M,
+    RULE_BAD_OUTCOME_SUCCESSES_RATE5M,
+    RULE_INTENT_SUCCESS_RATIO_RATE5M,
+    RULE_INTENT_ERROR_RATIO_RATE5M,
+    RULE_INTENT_ERROR_RATIO_RATE30M,
+    RULE_INTENT_ERROR_RATIO_RATE1H,
+    RULE_INTENT_ERROR_RATIO_RATE6H,
+    RULE_INTENT_ERROR_RATIO_RATE3D,
+    RULE_REJECTED_WRITES_RATIO_RATE5M,
+    RULE_READBACK_MATCH_RATIO_RATE5M,
+    RULE_READBACK_MISMATCH_RATIO_RATE5M,
+    RULE_INTENT_SLO_TARGET,
+    RULE_INTENT_SLO_ERROR_BUDGET,
+)
+
+ALERT_BAD_OUTCOME_SUCCESS: Final = "ToolBadOutcomeSuccess"
+"""Transport ok, outcome not ok: the page that matters."""
+ALERT_READBACK_MISMATCH: Final = "ToolReadbackMismatch"
+ALERT_REJECTED_WRITES_HIGH: Final = "ToolRejectedWritesHigh"
+ALERT_STALE_SENDS: Final = "ToolStaleSends"
+ALERT_CONSTRAINT_WAIVER_SPIKE: Final = "ToolConstraintWaiverSpike"
+ALERT_INTENT_BUDGET_BURN_FAST: Final = "ToolIntentErrorBudgetBurnFast"
+ALERT_INTENT_BUDGET_BURN_MEDIUM: Final = "ToolIntentErrorBudgetBurnMedium"
+ALERT_INTENT_BUDGET_BURN_SLOW: Final = "ToolIntentErrorBudgetBurnSlow"
+ALERTS: Final = (
+    ALERT_BAD_OUTCOME_SUCCESS,
+    ALERT_READBACK_MISMATCH,
+    ALERT_REJECTED_WRITES_HIGH,
+    ALERT_STALE_SENDS,
+    ALERT_CONSTRAINT_WAIVER_SPIKE,
+    ALERT_INTENT_BUDGET_BURN_FAST,
+    ALERT_INTENT_BUDGET_BURN_MEDIUM,
+    ALERT_INTENT_BUDGET_BURN_SLOW,
+)

@@ -1,0 +1,124 @@
+"""One tool call in flight: what the tool (and its guards) can say about it while it runs.
+
+``telemetry.current_call()`` returns the :class:`Call` of the innermost instrumented tool call,
+so code inside a tool can set the outcome, the read-back and domain attributes explicitly
+(guards do this to put ``state.version.current`` or ``delegation.hop`` on the span). Outside an
+instrumented call, or when telemetry is not configured, it returns a do-nothing call, so tool
+code never needs to check.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from contextvars import ContextVar
+from enum import Enum
+from typing import TYPE_CHECKING, Any
+
+from opentelemetry.trace import Span
+
+if TYPE_CHECKING:
+    from .spec import ToolSpec
+
+
+class Readback(str, Enum):
+    """Explicit read-back results, for a ``readback`` callable or ``Call.set_readback``."""
+
+    MATCH = "match"
+    MISMATCH = "mismatch"
+    SKIPPED = "skipped"
+    ERROR = "error"
+    NOT_APPLICABLE = "not_applicable"
+
+
+class Call:
+    """The state of one instrumented call; created by the decorator, read by its callbacks.
+
+    ``arguments`` binds the call's arguments to the tool's signature (defaults applied) the
+    first time it is read, so a tool whose callbacks never look pays nothing for it.
+    """
+
+    __slots__ = (
+        "spec",
+        "args",
+        "kwargs",
+        "span",
+        "started",
+        "outcome",
+        "readback",
+        "waivers",
+        "replayed",
+        "_arguments",
+    )
+
+    def __init__(self, spec: ToolSpec | None, args: tuple[Any, ...], kwargs: dict[str, Any], span: Span | None) -> None:
+        self.spec = spec
+        self.args = args
+        self.kwargs = kwargs
+        self.span = span
+        self.started = 0.0
+        self.outcome: str | None = None
+        self.readback: str | None = None
+        self.waivers = 0
+        self.replayed = False
+        self._arguments: dict[str, Any] | None = None
+
+    @property
+    def tool_name(self) -> str:
+        """The tool's name as it appears on spans and metric labels."""
+        return self.spec.name if self.spec is not None else ""
+
+    @property
+    def arguments(self) -> dict[str, Any]:
+        """The call's arguments by parameter name, defaults included."""
+        if self._arguments is None:
+            if self.spec is None:
+                self._arguments = dict(self.kwargs)
+            else:
+                bound = self.spec.signature.bind(*self.args, **self.kwargs)
+                bound.apply_defaults()
+                self._arguments = dict(bound.arguments)
+        return self._arguments
+
+    def set_outcome(self, outcome: str) -> None:
+        """Declare the call's outcome (``ok`` or a code); overrides what the result implies."""
+        self.outcome = outcome
+
+    def set_readback(self, readback: bool | Readback | str | None) -> None:
+        """Declare the read-back result (``True`` match, ``False`` mismatch)."""
+        from .classify import readback_value
+
+        self.readback = readback_value(readback)
+
+    def set_attribute(self, key: str, value: Any) -> None:
+        """Put a domain attribute on the call's span (``None`` values are left out)."""
+        if self.span is not None and value is not None:
+            self.span.set_attribute(key, value)
+
+    def set_attributes(self, attributes: Mapping[str, Any]) -> None:
+        """Put several domain attributes on the span at once."""
+        if self.span is not None:
+            self.span.set_attributes({k: v for k, v in attributes.items() if v is not None})
+
+    def add_waivers(self, count: int) -> None:
+        """Count ``count`` constraint waivers made by this call (``tool_constraint_waivers_total``)."""
+        self.waivers += count
+
+    def mark_replayed(self) -> None:
+        """Say this call was answered from a stored outcome (``tool_idempotent_replays_total``)."""
+        self.replayed = True
+
+
+NULL_CALL = Call(None, (), {}, None)
+"""What ``current_call()`` returns outside an instrumented call: every method is harmless."""
+
+_current: ContextVar[Call] = ContextVar("outcome_telemetry_call", default=NULL_CALL)
+
+
+def current_call() -> Call:
+    """The innermost instrumented call running in this context, or a do-nothing call."""
+    call = _current.get()
+    if call is NULL_CALL:
+        # Reset anything a caller may have set on the shared null call.
+        NULL_CALL.outcome = NULL_CALL.readback = None
+        NULL_CALL.waivers, NULL_CALL.replayed = 0, False
+    return call

@@ -1,0 +1,56 @@
+"""Who is calling: agent identity and crew-run id, carried in a context variable.
+
+``with telemetry.agent("planner", conversation_id=run_id):`` marks every tool span opened inside
+with ``gen_ai.agent.id`` and ``gen_ai.conversation.id``. It is a :mod:`contextvars` variable, so
+it follows asyncio tasks (a task copies the context it was created in). Threads do not inherit
+context: a worker thread started inside the block sees no agent unless it enters its own
+``agent()`` block, or runs under ``contextvars.copy_context().run(...)`` (which is what
+``asyncio.to_thread`` and ``loop.run_in_executor`` with ``copy_context`` do).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass
+
+from .exceptions import ConfigurationError
+
+
+@dataclass(frozen=True)
+class AgentContext:
+    """The calling agent and, when known, the crew run (conversation) it belongs to."""
+
+    agent_id: str
+    conversation_id: str | None = None
+
+
+_current_agent: ContextVar[AgentContext | None] = ContextVar("outcome_telemetry_agent", default=None)
+
+
+def current_agent() -> AgentContext | None:
+    """The innermost active :func:`agent` block's identity, or ``None``."""
+    return _current_agent.get()
+
+
+@contextmanager
+def agent(agent_id: str, conversation_id: str | None = None) -> Iterator[AgentContext]:
+    """Attribute every tool call inside the block to ``agent_id``.
+
+    A nested block without its own ``conversation_id`` keeps the enclosing one, so a crew run
+    set once at the top follows every agent of the run.
+    """
+    if not isinstance(agent_id, str) or not agent_id:
+        raise ConfigurationError(f"agent_id must be a non-empty string, got {agent_id!r}")
+    if conversation_id is not None and not isinstance(conversation_id, str):
+        raise ConfigurationError(f"conversation_id must be a string or None, got {conversation_id!r}")
+    outer = _current_agent.get()
+    if conversation_id is None and outer is not None:
+        conversation_id = outer.conversation_id
+    ctx = AgentContext(agent_id, conversation_id)
+    token = _current_agent.set(ctx)
+    try:
+        yield ctx
+    finally:
+        _current_agent.reset(token)

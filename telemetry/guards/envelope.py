@@ -1,0 +1,47 @@
+"""The one shape every guard refusal takes, so a model can act on any of them the same way.
+
+``{"ok": false, "error": CODE, "message": ..., "retry": bool, "retry_after_seconds"?, ...context}``
+where CODE is an outcome code from ``telemetry.conventions``, ``message`` says what happened and
+what to do next, ``retry`` says whether redoing the call (after doing what the message says) can
+succeed, and the context carries what the caller needs to redo the work (the current value and
+version, the current policy, the missing constraint ids, ...). The decorator's classifier reads
+``ok``/``error`` from it, so the refusal lands on the span and in the counters by itself.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .. import conventions as c
+
+_RESERVED = frozenset({"ok", "error", "message", "retry", "retry_after_seconds"})
+
+
+def refusal(
+    code: str,
+    message: str,
+    *,
+    retry: bool,
+    retry_after_seconds: float | None = None,
+    **context: Any,
+) -> dict[str, Any]:
+    """Build a refusal envelope; raises ``ValueError`` for a code outside the vocabulary."""
+    if code not in c.OUTCOMES or code == c.OUTCOME_OK:
+        raise ValueError(f"refusal code {code!r} is not a non-ok outcome code from telemetry.conventions")
+    if not message:
+        raise ValueError("a refusal needs a message that says what happened and what to do")
+    clash = _RESERVED.intersection(context)
+    if clash:
+        raise ValueError(f"context keys {sorted(clash)} are reserved by the envelope")
+    envelope: dict[str, Any] = {"ok": False, "error": code, "message": message, "retry": retry}
+    if retry_after_seconds is not None:
+        envelope["retry_after_seconds"] = retry_after_seconds
+    envelope.update(context)
+    return envelope
+
+
+def success(**fields: Any) -> dict[str, Any]:
+    """The matching success shape: ``{"ok": true, ...fields}``."""
+    if "ok" in fields or "error" in fields:
+        raise ValueError("success fields may not be named 'ok' or 'error'")
+    return {"ok": True, **fields}

@@ -1,0 +1,118 @@
+"""The guards' storage: one SQLite database file, safe across threads and processes.
+
+SQLite is a real multi-process database in the standard library: WAL journaling lets readers
+proceed while one writer commits, ``BEGIN IMMEDIATE`` takes the write lock up front so a
+read-check-write sequence cannot interleave with another process's, and ``busy_timeout`` makes
+contending writers wait instead of failing. Each thread gets its own connection (sqlite3
+connections must not be shared across threads), opened lazily.
+
+This module is the whole storage interface the guards use: ``transaction()`` for writes,
+``read()`` for consistent reads, ``ensure_schema()`` at start-up. A PostgreSQL backend for crews
+that span hosts would implement the same three methods.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from ..exceptions import ConfigurationError
+
+BUSY_TIMEOUT_MS = 30_000
+
+
+class SQLiteStore:
+    """A SQLite database shared by every guard of a crew.
+
+    ``path`` is a file path, or ``":memory:"`` for a single-process store (then one connection
+    is shared by all threads, serialised by a lock, because each in-memory connection would
+    otherwise be a separate database).
+    """
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        text = os.fspath(path)
+        if not isinstance(text, str) or not text:
+            raise ConfigurationError(f"the store path must be a file path or ':memory:', got {path!r}")
+        self.path = text
+        self._memory = text == ":memory:"
+        if not self._memory:
+            parent = Path(text).expanduser().resolve().parent
+            if not parent.is_dir():
+                raise ConfigurationError(f"the store's folder {parent} does not exist; create it first")
+        self._local = threading.local()
+        self._shared: sqlite3.Connection | None = None
+        self._shared_lock = threading.RLock()
+        self._schemas: set[str] = set()
+        self._pid = os.getpid()
+
+    def _connect(self) -> sqlite3.Connection:
+        conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None, check_same_thread=False)
+        conn.row_factory = sqlite3.Row
+        conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        if not self._memory:
+            conn.execute("PRAGMA journal_mode = WAL")
+            conn.execute("PRAGMA synchronous = NORMAL")
+        conn.execute("PRAGMA foreign_keys = ON")
+        return conn
+
+    @contextmanager
+    def _connection(self) -> Iterator[sqlite3.Connection]:
+        if self._memory:
+            with self._shared_lock:
+                if self._shared is None:
+                    self._shared = self._connect()
+                yield self._shared
+            return
+        if os.getpid() != self._pid:  # forked: never reuse the parent's connections
+            self._local = threading.local()
+            self._pid = os.getpid()
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = self._connect()
+            self._local.conn = conn
+        yield conn
+
+    @contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        """A write transaction (``BEGIN IMMEDIATE``): commits on success, rolls back on error."""
+        with self._connection() as conn:
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield conn
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            else:
+                conn.execute("COMMIT")
+
+    @contextmanager
+    def read(self) -> Iterator[sqlite3.Connection]:
+        """A read transaction: every query inside sees one consistent snapshot."""
+        with self._connection() as conn:
+            conn.execute("BEGIN")
+            try:
+                yield conn
+            finally:
+                conn.execute("COMMIT")
+
+    def ensure_schema(self, name: str, ddl: str) -> None:
+        """Create a guard's tables once per store (``ddl`` must be idempotent: IF NOT EXISTS)."""
+        if name in self._schemas:
+            return
+        with self._connection() as conn:
+            conn.executescript(ddl)
+        self._schemas.add(name)
+
+    def close(self) -> None:
+        """Close this thread's connection (and the shared in-memory one)."""
+        conn = getattr(self._local, "conn", None)
+        if conn is not None:
+            conn.close()
+            self._local.conn = None
+        if self._shared is not None:
+            self._shared.close()
+            self._shared = None

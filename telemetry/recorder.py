@@ -1,0 +1,203 @@
+"""Open and close the span of one call, classify it, and count it.
+
+:func:`begin` and :func:`finish` are the only per-call telemetry work; the four wrappers in
+``decorator.py`` call them around the tool. Neither ever raises: every failure (a span processor
+that throws, a read-back that throws, a counter) is contained by ``_safe.report`` and the tool's
+own result or exception goes back to the caller untouched.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Mapping
+from contextvars import Token
+from typing import TYPE_CHECKING, Any
+
+from opentelemetry import context as otel_context
+from opentelemetry import trace
+from opentelemetry.trace import Status, StatusCode
+
+from . import _safe
+from . import conventions as c
+from .call import Call, _current
+from .classify import classify_result, error_type_of, readback_value
+from .context import current_agent
+
+if TYPE_CHECKING:
+    from .runtime import Runtime
+    from .spec import ToolSpec
+
+_perf = time.perf_counter
+_ERROR = StatusCode.ERROR
+
+
+def _cap(text: str) -> str:
+    limit = c.MAX_ATTRIBUTE_LENGTH
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _is_secret(name: str) -> bool:
+    lowered = name.lower()
+    return any(part in lowered for part in c.SECRET_NAME_PARTS)
+
+
+def _redact(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return {k: (c.REDACTED if isinstance(k, str) and _is_secret(k) else _redact(v)) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_redact(v) for v in value]
+    return value
+
+
+def recordable(name: str, value: Any) -> Any:
+    """An argument value as it may appear on a span: redacted, JSON-ish, length-capped."""
+    if _is_secret(name):
+        return c.REDACTED
+    if isinstance(value, (bool, int, float)):
+        return value
+    if isinstance(value, str):
+        return _cap(value)
+    return _cap(json.dumps(_redact(value), default=repr, ensure_ascii=False))
+
+
+def begin(spec: ToolSpec, runtime: Runtime, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Call:
+    """Start the call's span (if the tracer allows) and return the call record."""
+    span = None
+    try:
+        agent = current_agent()
+        attributes = spec.static_attributes
+        if agent is not None:
+            attributes = dict(attributes)
+            attributes[c.GEN_AI_AGENT_ID] = agent.agent_id
+            if agent.conversation_id is not None:
+                attributes[c.GEN_AI_CONVERSATION_ID] = agent.conversation_id
+        span = runtime.tracer.start_span(spec.span_name, attributes=attributes)
+    except Exception as exc:
+        _safe.report("starting a tool span", exc)
+    call = Call(spec, args, kwargs, span)
+    if spec.record_arguments and span is not None:
+        try:
+            arguments = call.arguments
+            for name in spec.record_arguments:
+                if name in arguments:
+                    span.set_attribute(c.TOOL_ARGUMENT_PREFIX + name, recordable(name, arguments[name]))
+        except Exception as exc:
+            _safe.report(f"recording arguments of {spec.name}", exc)
+    call.started = _perf()
+    return call
+
+
+def enter(call: Call) -> tuple[Token[Any] | None, Token[Call]]:
+    """Make the call current (for ``current_call()`` and as the parent of nested spans)."""
+    otel_token = otel_context.attach(trace.set_span_in_context(call.span)) if call.span is not None else None
+    return otel_token, _current.set(call)
+
+
+def leave(tokens: tuple[Token[Any] | None, Token[Call]]) -> None:
+    """Undo :func:`enter`."""
+    otel_token, call_token = tokens
+    _current.reset(call_token)
+    if otel_token is not None:
+        otel_context.detach(otel_token)
+
+
+def _run_user(place: str, fn: Any, call: Call, result: Any) -> tuple[bool, Any]:
+    try:
+        return True, fn(call, result)
+    except Exception as exc:
+        _safe.report(place, exc)
+        return False, None
+
+
+def finish(call: Call, runtime: Runtime, exc: BaseException | None, result: Any = None) -> None:
+    """Classify the call, end its span and count it. Never raises."""
+    spec = call.spec
+    assert spec is not None
+    elapsed = _perf() - call.started
+    status_code: int | None = None
+    error_type: str | None = None
+    try:
+        if exc is not None:
+            transport, outcome = c.TRANSPORT_ERROR, c.OUTCOME_ERROR
+            readback = c.READBACK_NOT_APPLICABLE if spec.read_only else c.READBACK_SKIPPED
+            error_type = error_type_of(exc)
+        else:
+            transport, outcome, status_code = classify_result(result)
+            if call.outcome is not None:
+                outcome = call.outcome
+            if spec.outcome is not None:
+                ok, chosen = _run_user(f"the outcome classifier of {spec.name}", spec.outcome, call, result)
+                if ok and chosen is not None:
+                    outcome = str(chosen)
+            readback = call.readback or _readback(spec, call, result, transport, outcome)
+            if readback == c.READBACK_MISMATCH and outcome == c.OUTCOME_OK:
+                outcome = c.OUTCOME_READBACK_MISMATCH
+            if outcome != c.OUTCOME_OK:
+                error_type = str(status_code) if outcome == c.OUTCOME_ERROR and status_code else _cap(outcome)
+    except Exception as failure:  # pragma: no cover - classification is pure; belt and braces
+        _safe.report(f"classifying a call of {spec.name}", failure)
+        return
+    span = call.span
+    if span is not None:
+        try:
+            attributes: dict[str, Any] = {
+                c.TOOL_TRANSPORT: transport,
+                c.TOOL_READBACK: readback,
+                c.TOOL_OUTCOME: _cap(outcome),
+            }
+            if status_code is not None:
+                attributes[c.HTTP_RESPONSE_STATUS_CODE] = status_code
+            if error_type is not None:
+                attributes[c.ERROR_TYPE] = error_type
+            if call.replayed:
+                attributes[c.TOOL_DEDUPLICATED] = True
+            span.set_attributes(attributes)
+            if exc is not None:
+                span.record_exception(exc)
+                span.set_status(Status(_ERROR, f"{error_type}: {exc}"))
+            elif outcome != c.OUTCOME_OK:
+                span.set_status(Status(_ERROR, _cap(outcome)))
+            span.end()
+        except Exception as failure:
+            _safe.report("ending a tool span", failure)
+    try:
+        _count(runtime, spec, call, transport, readback, outcome, elapsed)
+    except Exception as failure:
+        _safe.report("counting a tool call", failure)
+
+
+def _readback(spec: ToolSpec, call: Call, result: Any, transport: str, outcome: str) -> str:
+    if spec.read_only:
+        return c.READBACK_NOT_APPLICABLE
+    if spec.readback is None or transport != c.TRANSPORT_OK or outcome in c.REFUSAL_OUTCOMES:
+        return c.READBACK_SKIPPED
+    ok, value = _run_user(f"the read-back of {spec.name}", spec.readback, call, result)
+    if not ok:
+        return c.READBACK_ERROR
+    try:
+        return readback_value(value)
+    except ValueError as exc:
+        _safe.report(f"the read-back of {spec.name}", exc)
+        return c.READBACK_ERROR
+
+
+def _count(runtime: Runtime, spec: ToolSpec, call: Call, transport: str, readback: str, outcome: str, elapsed: float) -> None:
+    metrics = runtime.metrics
+    exemplar = None
+    span = call.span
+    if span is not None:
+        ctx = span.get_span_context()
+        if ctx.trace_flags.sampled:
+            exemplar = {c.EXEMPLAR_TRACE_ID: format(ctx.trace_id, "032x")}
+    label = spec.outcome_label(outcome)
+    metrics.child(metrics.calls, spec.name, transport, readback, label).inc(1, exemplar)
+    metrics.child(metrics.duration, spec.name).observe(elapsed)
+    if outcome in c.REFUSAL_OUTCOMES:
+        metrics.child(metrics.rejected, spec.name, outcome).inc()
+        if outcome == c.OUTCOME_STALE_POLICY:
+            metrics.child(metrics.stale_sends, spec.name).inc()
+    if call.waivers:
+        metrics.child(metrics.waivers, spec.name).inc(call.waivers)
+    if call.replayed:
+        metrics.child(metrics.replays, spec.name).inc()
