@@ -110,6 +110,8 @@ OUTCOME_RATE_LIMITED: Final = "rate_limited"
 OUTCOME_NOT_FOUND: Final = "not_found"
 OUTCOME_FORCED: Final = "forced"
 """A guard was bypassed by an operator: the write happened, and the span says who forced it."""
+OUTCOME_IN_PROGRESS: Final = "in_progress"
+"""An idempotency key is claimed by a call that has not finished yet: retry after a pause."""
 OUTCOME_OTHER: Final = "other"
 """Metric label for an outcome outside the vocabulary and the tool's declared set."""
 
@@ -130,6 +132,7 @@ OUTCOMES: Final = frozenset(
         OUTCOME_RATE_LIMITED,
         OUTCOME_NOT_FOUND,
         OUTCOME_FORCED,
+        OUTCOME_IN_PROGRESS,
     }
 )
 
@@ -141,6 +144,7 @@ REFUSAL_OUTCOMES: Final = frozenset(
         OUTCOME_DUPLICATE_REQUEST,
         OUTCOME_PLAN_EXPIRED,
         OUTCOME_PLAN_BINDING_MOVED,
+        OUTCOME_IN_PROGRESS,
     }
 )
 """Outcomes by which a guard refused at call time; each is counted in
