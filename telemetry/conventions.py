@@ -59,9 +59,15 @@ DELEGATION_HOP: Final = "delegation.hop"
 DELEGATION_CONSTRAINTS_CARRIED: Final = "delegation.constraints.carried"
 DELEGATION_CONSTRAINTS_WAIVED: Final = "delegation.constraints.waived"
 DELEGATION_WAIVER_REASONS: Final = "delegation.constraints.waiver_reasons"
+DELEGATION_CONSTRAINTS_MISSING: Final = "delegation.constraints.missing"
+"""On a refused delegation: the origin's constraint ids neither carried verbatim nor waived."""
 OBJECTIVE_TASK_ID: Final = "objective.task_id"
 OBJECTIVE_VERSION: Final = "objective.version"
 OBJECTIVE_CURRENT_VERSION: Final = "objective.version.current"
+OBJECTIVE_PREVIOUS_VERSION: Final = "objective.version.previous"
+"""On a supersession: the version it replaced (``objective.version`` is the new one)."""
+OBJECTIVE_STALE_HOLDERS: Final = "objective.stale_holders"
+"""On a supersession: how many agents held an older version (the correction fan-out size)."""
 POLICY_VERSION: Final = "policy.version"
 POLICY_CURRENT_VERSION: Final = "policy.version.current"
 IDEMPOTENCY_KEY_HASH: Final = "idempotency.key_hash"
@@ -157,6 +163,15 @@ KIND_WRITE: Final = "write"
 KIND_SEND: Final = "send"
 KIND_DELEGATE: Final = "delegate"
 KINDS: Final = (KIND_READ, KIND_WRITE, KIND_SEND, KIND_DELEGATE)
+
+# --- coordination guard tool names (gen_ai.tool.name and the ``tool`` label) -----------------
+
+TOOL_REGISTER_TASK: Final = "register_task"
+TOOL_DELEGATE: Final = "delegate"
+TOOL_GET_TASK: Final = "get_task"
+TOOL_PUBLISH_OBJECTIVE: Final = "publish_objective"
+TOOL_GET_OBJECTIVE: Final = "get_objective"
+TOOL_SUPERSEDE_OBJECTIVE: Final = "supersede_objective"
 
 # --- metrics ---------------------------------------------------------------------------------
 # prometheus-client appends ``_total`` to counters itself, so each counter has its base name

@@ -134,7 +134,7 @@ def _close(call: Call, runtime: Runtime, close: Callable[[], Any]) -> None:
 def _wrap_async_generator(func: Callable[..., AsyncGenerator[Any, Any]], spec: ToolSpec) -> Callable[..., Any]:
     @functools.wraps(func)
     async def wrapper(*args: Any, **kwargs: Any) -> AsyncGenerator[Any, Any]:
-        runtime = _state.active
+        runtime: Any = _state.active  # not None whenever call is not None
         call = begin(spec, runtime, args, kwargs) if runtime is not None else None
         tokens = enter(call) if call is not None else None
         try:
@@ -255,7 +255,7 @@ def instrument_tool(
     Works bare (``@instrument_tool``) and called (``@instrument_tool(kind="read")``), on
     functions, methods, ``classmethod`` and ``staticmethod`` objects.
     """
-    options = {
+    options: dict[str, Any] = {
         "name": name,
         "kind": kind,
         "read_only": read_only,

@@ -87,6 +87,7 @@ class Runtime:
         registry: CollectorRegistry,
         file_exporter: JsonLinesSpanExporter | None,
         metrics_server: Any = None,
+        owns_registry: bool = True,
     ) -> None:
         self.provider = provider
         self.tracer = provider.get_tracer(c.INSTRUMENTATION_SCOPE, _package_version())
@@ -96,6 +97,7 @@ class Runtime:
         self._owns_provider = owns_provider
         self._processors = processors
         self._metrics_server = metrics_server
+        self._owns_registry = owns_registry
         self._lock = threading.Lock()
         self._closed = False
 
@@ -162,7 +164,10 @@ class Runtime:
         if self._metrics_server is not None:
             self._metrics_server.shutdown()
             self._metrics_server.server_close()
-        self.metrics.unregister()
+        if not self._owns_registry:
+            # A shared registry must be free for the next runtime's metrics; our own keeps
+            # its final counts readable after shutdown.
+            self.metrics.unregister()
         atexit.unregister(self.shutdown)
 
     @property
@@ -268,6 +273,7 @@ def configure(
     for processor in processors:
         provider.add_span_processor(processor)
 
+    owns_registry = registry is None
     registry = registry if registry is not None else CollectorRegistry()
     server = None
     try:
@@ -277,6 +283,7 @@ def configure(
             processors=processors,
             registry=registry,
             file_exporter=file_exporter,
+            owns_registry=owns_registry,
         )
         if metrics_port is not None:
             server, _thread = start_http_server(metrics_port, addr=metrics_addr, registry=registry)

@@ -1,0 +1,71 @@
+"""The ``outcome-telemetry`` command: forensics over traces, the demo, and where files live."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from .resources import data_dir
+
+DESCRIPTION = """\
+Make the failures that look like success visible: transport ok, outcome not ok.
+
+commands:
+  forensics   find divergent reads, lost updates, dropped constraints, stale sends ... in
+              OTLP JSON trace files (run 'outcome-telemetry forensics --help')
+  demo        run the scripted crew: every failure story, guarded and legacy, then the findings
+  quickstart  a 10-second example: three tools, real spans and counters
+  paths       print where the shipped SQL queries, Grafana dashboards and alert rules are
+"""
+
+
+def _paths() -> int:
+    for kind in ("queries", "dashboards", "alerts"):
+        print(f"{kind}: {data_dir(kind)}")  # type: ignore[arg-type]
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the console script; returns the process exit code."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    parser = argparse.ArgumentParser(
+        prog="outcome-telemetry",
+        description=DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("command", nargs="?", choices=["forensics", "demo", "quickstart", "paths"], help=argparse.SUPPRESS)
+    parser.add_argument("--version", action="store_true", help="print the version and exit")
+    if not args or args[0] in ("-h", "--help"):
+        parser.print_help()
+        return 0
+    if args[0] == "--version":
+        from . import __version__
+
+        print(__version__)
+        return 0
+    command, rest = args[0], args[1:]
+    if command == "forensics":
+        from .forensics.cli import main as forensics_main
+
+        return forensics_main(rest)
+    if command == "demo":
+        from .crew.cli import main as demo_main
+
+        return demo_main(rest)
+    if command == "quickstart":
+        sub = argparse.ArgumentParser(prog="outcome-telemetry quickstart", description="Run the three-tool example.")
+        sub.add_argument("--out", type=Path, default=Path("quickstart-output"), help="folder for traces (default: %(default)s)")
+        ns = sub.parse_args(rest)
+        from .quickstart import run
+
+        run(ns.out)
+        return 0
+    if command == "paths":
+        return _paths()
+    parser.error(f"unknown command {command!r}; choose from forensics, demo, quickstart, paths")
+    return 2  # unreachable: parser.error exits
+
+
+if __name__ == "__main__":
+    sys.exit(main())

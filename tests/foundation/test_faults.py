@@ -1,0 +1,115 @@
+"""Fault injection: when telemetry breaks, the tool still returns its own result or exception."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
+from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
+
+import telemetry
+from telemetry import _safe
+from telemetry import conventions as c
+from telemetry.testing import Capture, capture
+
+from .kinds import KINDS, drive, make
+
+
+class Boom(Exception):
+    pass
+
+
+def _expected(kind: str) -> Any:
+    bare = make(kind, lambda x, y: {"sum": x + y})
+    return drive(kind, bare, 3)
+
+
+def _raise(*_: Any) -> Any:
+    raise RuntimeError("telemetry callback failure")
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("callback", ["readback", "outcome"])
+def test_raising_callbacks_leave_the_result_alone(kind: str, callback: str, caplog: pytest.LogCaptureFixture) -> None:
+    """A raising readback or outcome classifier is logged once; the tool's value comes back."""
+    tool = telemetry.instrument_tool(**{callback: _raise})(make(kind, lambda x, y: {"sum": x + y}))
+    with capture() as cap, caplog.at_level(logging.WARNING, logger="telemetry"):
+        assert drive(kind, tool, 3) == _expected(kind)
+        assert drive(kind, tool, 3) == _expected(kind)
+        attrs = cap.spans("tool")[0].attributes
+    if callback == "readback":
+        assert attrs[c.TOOL_READBACK] == "error"
+    else:
+        assert attrs[c.TOOL_OUTCOME] == "ok"
+    warnings = [r for r in caplog.records if callback.replace("outcome", "outcome classifier") in r.getMessage()]
+    assert len(warnings) <= 1  # logged once per place at most (earlier tests may have logged it)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_raising_callbacks_do_not_replace_the_tools_exception(kind: str) -> None:
+    """When the tool raises, its own exception reaches the caller even if callbacks would fail."""
+    tool = telemetry.instrument_tool(readback=_raise, outcome=_raise)(make(kind, lambda x, y: (_ for _ in ()).throw(Boom())))
+    with capture():
+        with pytest.raises(Boom):
+            drive(kind, tool, 3)
+
+
+class ExplodingProcessor(SpanProcessor):
+    """A span processor that raises on start and on end, like the one in OTel-python #5624."""
+
+    def on_start(self, span: Span, parent_context: Any = None) -> None:
+        raise RuntimeError("on_start failed")
+
+    def on_end(self, span: ReadableSpan) -> None:
+        raise RuntimeError("on_end failed")
+
+
+@pytest.fixture
+def exploding() -> Iterator[Capture]:
+    with capture() as cap:
+        cap.runtime.provider.add_span_processor(ExplodingProcessor())
+        yield cap
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_raising_span_processor(kind: str, exploding: Capture) -> None:
+    """A span processor that raises changes neither the value nor the exception; counting goes on."""
+    ok_tool = telemetry.instrument_tool(name="ok_tool")(make(kind, lambda x, y: {"sum": x + y}))
+    bad_tool = telemetry.instrument_tool(name="bad_tool")(make(kind, lambda x, y: (_ for _ in ()).throw(Boom())))
+    assert drive(kind, ok_tool, 3) == _expected(kind)
+    with pytest.raises(Boom):
+        drive(kind, bad_tool, 3)
+    assert exploding.calls("ok_tool", transport="ok") == 1
+    assert exploding.calls("bad_tool", transport="error") == 1
+    assert _safe.failures["starting a tool span"] >= 2
+
+
+class FailingExporter(SpanExporter):
+    def export(self, spans: Any) -> SpanExportResult:
+        raise OSError("disk full")
+
+    def shutdown(self) -> None:
+        pass
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_unwritable_traces_dir_and_failing_exporter(kind: str, tmp_path: Path) -> None:
+    """A traces dir that cannot be created and an exporter that raises are counted, never raised."""
+    blocker = tmp_path / "not-a-dir"
+    blocker.write_text("a file where the traces folder should be")
+    rt = telemetry.configure(service_name="faulty", traces_dir=blocker / "traces", extra_exporters=[FailingExporter()])
+    try:
+        tool = telemetry.instrument_tool(make(kind, lambda x, y: {"sum": x + y}))
+        for _ in range(3):
+            assert drive(kind, tool, 3) == _expected(kind)
+        assert rt.registry.get_sample_value(
+            c.METRIC_TOOL_CALLS_TOTAL, {"tool": "tool", "transport": "ok", "readback": "skipped", "outcome": "ok"}
+        ) == 3
+    finally:
+        rt.shutdown()
+    assert rt.file_exporter is not None and rt.file_exporter.dropped_spans == 3
+    assert rt.trace_file is None
