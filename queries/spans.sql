@@ -19,9 +19,9 @@
 --   start_time_unix_nano, end_time_unix_nano (UBIGINT), start_time, end_time (TIMESTAMP_NS),
 --   duration_ms (DOUBLE)
 --   service_name, scope_name, scope_version, source_file
---   attributes              MAP(VARCHAR, VARCHAR): every scalar attribute as text (kvlist as JSON)
---   array_attributes        MAP(VARCHAR, VARCHAR[]): every array attribute as a list of text
---   resource_attributes     MAP(VARCHAR, VARCHAR)
+--   attributes, resource_attributes   STRUCT(key, value, "values")[]: every attribute, value the
+--                           scalar as text (kvlist as JSON), "values" an array's elements as text;
+--                           read one with attr(attributes, 'name') or attr_list(attributes, 'name')
 --   typed columns: tool_name, agent_id, conversation_id, tool_kind, transport, readback, outcome,
 --   error_type, state_key, state_version_read/expected/current/written, delegation_task_id,
 --   delegation_origin_task_id, delegation_root_task_id, delegation_hop (BIGINT),
@@ -31,29 +31,37 @@
 --   plan_objects_matched, plan_changed_count, plan_outside_target_changed_count (BIGINT),
 --   plan_binding_moved
 --
--- Example: SELECT run_id, name, outcome FROM spans WHERE transport = 'ok' AND outcome <> 'ok';
+-- Example: SELECT run_id, name, outcome, attr(attributes, 'error.type') FROM spans
+--          WHERE transport = 'ok' AND outcome <> 'ok';
 
--- A map from key/value entries that tolerates what OTLP forbids but files contain: NULL keys are
--- dropped and, when a key repeats, its first value wins (map_from_entries refuses duplicates).
-CREATE OR REPLACE TEMP MACRO otlp_unique_map(entries) AS
-    CASE
-        WHEN len(list_distinct(list_transform(entries, lambda e: e.key))) = len(entries)
-            THEN map_from_entries(entries)
-        ELSE map_from_entries(list_filter(
-            list_filter(entries, lambda e: e.key IS NOT NULL),
-            lambda e, i: list_position(list_transform(list_filter(entries, lambda x: x.key IS NOT NULL), lambda x: x.key), e.key) = i))
-    END;
-
--- One AnyValue (scalar branches) as text; arrays and kvlists are handled by the caller.
+-- One AnyValue (scalar branches) as text; kvlists (and arrays nested in arrays) as JSON text.
 CREATE OR REPLACE TEMP MACRO otlp_scalar_text(v) AS
     coalesce(v.stringValue, v.intValue, v.boolValue, v.doubleValue, v.bytesValue,
              CAST(v.kvlistValue AS VARCHAR), CAST(v.arrayValue AS VARCHAR));
+
+-- OTLP attributes as a list of {key, value, values}: value is the scalar as text, values the
+-- array's elements as text (NULL for a scalar). A list, not a MAP: building a MAP per span costs
+-- more than parsing the JSON, and OTLP files can repeat a key (a MAP refuses that).
+CREATE OR REPLACE TEMP MACRO otlp_attribute_list(attrs) AS
+    list_transform(coalesce(attrs, []), lambda a: {
+        'key': a.key,
+        'value': CASE WHEN a.value.arrayValue IS NULL THEN otlp_scalar_text(a.value) END,
+        'values': CASE WHEN a.value.arrayValue IS NOT NULL
+            THEN list_transform(coalesce(a.value.arrayValue.values, []), lambda x: otlp_scalar_text(x)) END});
+
+-- attr(attributes, 'state.key'): one scalar attribute as text (first one when a key repeats).
+CREATE OR REPLACE TEMP MACRO attr(attributes, name) AS
+    attributes[list_position(list_transform(attributes, lambda a: a.key), name)].value;
+
+-- attr_list(attributes, 'delegation.constraints.carried'): one array attribute as a list of text.
+CREATE OR REPLACE TEMP MACRO attr_list(attributes, name) AS
+    attributes[list_position(list_transform(attributes, lambda a: a.key), name)].values;
 
 CREATE OR REPLACE TEMP MACRO otlp_spans(paths) AS TABLE
 WITH lines AS (
     SELECT
         filename AS source_file,
-        from_json(json, '{"resourceSpans":[{"resource":{"attributes":[{"key":"VARCHAR","value":{"stringValue":"VARCHAR","boolValue":"VARCHAR","intValue":"VARCHAR","doubleValue":"VARCHAR","bytesValue":"VARCHAR","kvlistValue":"JSON","arrayValue":"JSON"}}]},"scopeSpans":[{"scope":{"name":"VARCHAR","version":"VARCHAR"},"spans":[{"traceId":"VARCHAR","spanId":"VARCHAR","parentSpanId":"VARCHAR","name":"VARCHAR","kind":"VARCHAR","startTimeUnixNano":"UBIGINT","endTimeUnixNano":"UBIGINT","attributes":[{"key":"VARCHAR","value":{"stringValue":"VARCHAR","boolValue":"VARCHAR","intValue":"VARCHAR","doubleValue":"VARCHAR","bytesValue":"VARCHAR","kvlistValue":"JSON","arrayValue":{"values":[{"stringValue":"VARCHAR","boolValue":"VARCHAR","intValue":"VARCHAR","doubleValue":"VARCHAR","bytesValue":"VARCHAR","kvlistValue":"JSON","arrayValue":"JSON"}]}}}],"status":{"code":"VARCHAR","message":"VARCHAR"}}]}]}]}') AS d
+        from_json(json, '{"resourceSpans":[{"resource":{"attributes":[{"key":"VARCHAR","value":{"stringValue":"VARCHAR","boolValue":"VARCHAR","intValue":"VARCHAR","doubleValue":"VARCHAR","bytesValue":"VARCHAR","kvlistValue":"JSON","arrayValue":{"values":[{"stringValue":"VARCHAR","boolValue":"VARCHAR","intValue":"VARCHAR","doubleValue":"VARCHAR","bytesValue":"VARCHAR","kvlistValue":"JSON","arrayValue":"JSON"}]}}}]},"scopeSpans":[{"scope":{"name":"VARCHAR","version":"VARCHAR"},"spans":[{"traceId":"VARCHAR","spanId":"VARCHAR","parentSpanId":"VARCHAR","name":"VARCHAR","kind":"VARCHAR","startTimeUnixNano":"UBIGINT","endTimeUnixNano":"UBIGINT","attributes":[{"key":"VARCHAR","value":{"stringValue":"VARCHAR","boolValue":"VARCHAR","intValue":"VARCHAR","doubleValue":"VARCHAR","bytesValue":"VARCHAR","kvlistValue":"JSON","arrayValue":{"values":[{"stringValue":"VARCHAR","boolValue":"VARCHAR","intValue":"VARCHAR","doubleValue":"VARCHAR","bytesValue":"VARCHAR","kvlistValue":"JSON","arrayValue":"JSON"}]}}}],"status":{"code":"VARCHAR","message":"VARCHAR"}}]}]}]}') AS d
     FROM read_ndjson_objects(paths, filename = true)
 ),
 resources AS (
@@ -70,8 +78,7 @@ resources AS (
 scopes AS (
     SELECT
         source_file,
-        otlp_unique_map(list_transform(rs.resource.attributes,
-            lambda a: {'key': a.key, 'value': otlp_scalar_text(a.value)})) AS resource_attributes,
+        otlp_attribute_list(rs.resource.attributes) AS resource_attributes,
         unnest(rs.scopeSpans) AS ss
     FROM resources
 ),
@@ -91,14 +98,14 @@ mapped AS (
         scope_name,
         scope_version,
         s,
-        otlp_unique_map(list_transform(
-            list_filter(coalesce(s.attributes, []), lambda a: a.value.arrayValue IS NULL),
-            lambda a: {'key': a.key, 'value': otlp_scalar_text(a.value)})) AS attributes,
-        otlp_unique_map(list_transform(
-            list_filter(coalesce(s.attributes, []), lambda a: a.value.arrayValue IS NOT NULL),
-            lambda a: {'key': a.key, 'value': list_transform(coalesce(a.value.arrayValue.values, []),
-                                                          lambda v: otlp_scalar_text(v))})) AS array_attributes
+        otlp_attribute_list(s.attributes) AS attributes
     FROM raw_spans
+),
+keyed AS (
+    SELECT
+        *,
+        list_transform(attributes, lambda a: a.key) AS k
+    FROM mapped
 ),
 typed AS (
     SELECT
@@ -132,53 +139,53 @@ typed AS (
         make_timestamp_ns(CAST(s.startTimeUnixNano AS BIGINT)) AS start_time,
         make_timestamp_ns(CAST(s.endTimeUnixNano AS BIGINT)) AS end_time,
         (CAST(s.endTimeUnixNano AS DOUBLE) - CAST(s.startTimeUnixNano AS DOUBLE)) / 1e6 AS duration_ms,
-        resource_attributes['service.name'] AS service_name,
+        attr(resource_attributes, 'service.name') AS service_name,
         scope_name,
         scope_version,
         source_file,
         attributes,
-        array_attributes,
-        resource_attributes
-    FROM mapped
+        resource_attributes,
+        attributes[list_position(k, 'gen_ai.conversation.id')].value AS conversation_id,
+        attributes[list_position(k, 'gen_ai.tool.name')].value AS tool_name,
+        attributes[list_position(k, 'gen_ai.agent.id')].value AS agent_id,
+        attributes[list_position(k, 'tool.kind')].value AS tool_kind,
+        attributes[list_position(k, 'tool.transport')].value AS transport,
+        attributes[list_position(k, 'tool.readback')].value AS readback,
+        attributes[list_position(k, 'tool.outcome')].value AS outcome,
+        attributes[list_position(k, 'error.type')].value AS error_type,
+        attributes[list_position(k, 'state.key')].value AS state_key,
+        attributes[list_position(k, 'state.version.read')].value AS state_version_read,
+        attributes[list_position(k, 'state.version.expected')].value AS state_version_expected,
+        attributes[list_position(k, 'state.version.current')].value AS state_version_current,
+        attributes[list_position(k, 'state.version.written')].value AS state_version_written,
+        attributes[list_position(k, 'delegation.task_id')].value AS delegation_task_id,
+        attributes[list_position(k, 'delegation.origin_task_id')].value AS delegation_origin_task_id,
+        attributes[list_position(k, 'delegation.root_task_id')].value AS delegation_root_task_id,
+        TRY_CAST(TRY_CAST(attributes[list_position(k, 'delegation.hop')].value AS DOUBLE) AS BIGINT)
+            AS delegation_hop,
+        coalesce(attributes[list_position(k, 'delegation.constraints.carried')]."values", [])
+            AS constraints_carried,
+        coalesce(attributes[list_position(k, 'delegation.constraints.waived')]."values", [])
+            AS constraints_waived,
+        coalesce(attributes[list_position(k, 'delegation.constraints.waiver_reasons')]."values", [])
+            AS waiver_reasons,
+        attributes[list_position(k, 'objective.task_id')].value AS objective_task_id,
+        attributes[list_position(k, 'objective.version')].value AS objective_version,
+        attributes[list_position(k, 'policy.version')].value AS policy_version,
+        attributes[list_position(k, 'policy.version.current')].value AS policy_version_current,
+        attributes[list_position(k, 'idempotency.key_hash')].value AS idempotency_key_hash,
+        attributes[list_position(k, 'idempotency.payload_hash')].value AS idempotency_payload_hash,
+        attributes[list_position(k, 'idempotency.original_id')].value AS idempotency_original_id,
+        coalesce(lower(attributes[list_position(k, 'tool.deduplicated')].value) IN ('true', '1'), false)
+            AS deduplicated,
+        attributes[list_position(k, 'plan.id')].value AS plan_id,
+        TRY_CAST(TRY_CAST(attributes[list_position(k, 'plan.objects_matched')].value AS DOUBLE) AS BIGINT)
+            AS plan_objects_matched,
+        TRY_CAST(TRY_CAST(attributes[list_position(k, 'plan.changed_count')].value AS DOUBLE) AS BIGINT)
+            AS plan_changed_count,
+        TRY_CAST(TRY_CAST(attributes[list_position(k, 'plan.outside_target_changed_count')].value AS DOUBLE)
+            AS BIGINT) AS plan_outside_target_changed_count,
+        attributes[list_position(k, 'plan.binding_moved')].value AS plan_binding_moved
+    FROM keyed
 )
-SELECT
-    coalesce(attributes['gen_ai.conversation.id'], trace_id) AS run_id,
-    trace_id, span_id, parent_span_id, name, kind, status_code, status_message,
-    start_time_unix_nano, end_time_unix_nano, start_time, end_time, duration_ms,
-    service_name, scope_name, scope_version, source_file,
-    attributes, array_attributes, resource_attributes,
-    attributes['gen_ai.tool.name'] AS tool_name,
-    attributes['gen_ai.agent.id'] AS agent_id,
-    attributes['gen_ai.conversation.id'] AS conversation_id,
-    attributes['tool.kind'] AS tool_kind,
-    attributes['tool.transport'] AS transport,
-    attributes['tool.readback'] AS readback,
-    attributes['tool.outcome'] AS outcome,
-    attributes['error.type'] AS error_type,
-    attributes['state.key'] AS state_key,
-    attributes['state.version.read'] AS state_version_read,
-    attributes['state.version.expected'] AS state_version_expected,
-    attributes['state.version.current'] AS state_version_current,
-    attributes['state.version.written'] AS state_version_written,
-    attributes['delegation.task_id'] AS delegation_task_id,
-    attributes['delegation.origin_task_id'] AS delegation_origin_task_id,
-    attributes['delegation.root_task_id'] AS delegation_root_task_id,
-    TRY_CAST(TRY_CAST(attributes['delegation.hop'] AS DOUBLE) AS BIGINT) AS delegation_hop,
-    coalesce(array_attributes['delegation.constraints.carried'], []) AS constraints_carried,
-    coalesce(array_attributes['delegation.constraints.waived'], []) AS constraints_waived,
-    coalesce(array_attributes['delegation.constraints.waiver_reasons'], []) AS waiver_reasons,
-    attributes['objective.task_id'] AS objective_task_id,
-    attributes['objective.version'] AS objective_version,
-    attributes['policy.version'] AS policy_version,
-    attributes['policy.version.current'] AS policy_version_current,
-    attributes['idempotency.key_hash'] AS idempotency_key_hash,
-    attributes['idempotency.payload_hash'] AS idempotency_payload_hash,
-    attributes['idempotency.original_id'] AS idempotency_original_id,
-    coalesce(lower(attributes['tool.deduplicated']) IN ('true', '1'), false) AS deduplicated,
-    attributes['plan.id'] AS plan_id,
-    TRY_CAST(TRY_CAST(attributes['plan.objects_matched'] AS DOUBLE) AS BIGINT) AS plan_objects_matched,
-    TRY_CAST(TRY_CAST(attributes['plan.changed_count'] AS DOUBLE) AS BIGINT) AS plan_changed_count,
-    TRY_CAST(TRY_CAST(attributes['plan.outside_target_changed_count'] AS DOUBLE) AS BIGINT)
-        AS plan_outside_target_changed_count,
-    attributes['plan.binding_moved'] AS plan_binding_moved
-FROM typed;
+SELECT coalesce(conversation_id, trace_id) AS run_id, * FROM typed;

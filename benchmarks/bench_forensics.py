@@ -1,0 +1,193 @@
+"""Benchmark: forensics over OTLP JSON lines versus Parquet versus a plain Python json.loads loop.
+
+    python benchmarks/bench_forensics.py --spans 1000000
+
+Generates the span set (a templated writer: realistic crew runs, 64 spans a line, a sprinkle of
+planted incidents so every question has work), then measures in one run: the full ``report``
+from JSON lines, ``ingest`` to Parquet, the ``report`` from Parquet, and a plain Python loop that
+only ``json.loads`` every line. Prints a table and writes ``bench-output/forensics.json``.
+Targets (issue 5): JSON-lines report no slower than the Python loop, Parquet report under 2 s,
+peak memory under 2 GB.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import os
+import random
+import resource
+import shutil
+import sys
+import tempfile
+import time
+import tracemalloc
+from pathlib import Path
+from typing import Any, Callable
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from telemetry import conventions as c  # noqa: E402
+from telemetry.forensics import ingest, open_traces  # noqa: E402
+
+SPANS_PER_LINE = c.OTLP_SPANS_PER_LINE
+AGENTS = ("planner", "researcher", "writer", "reviewer", "billing")
+
+
+def _s(key: str, value: str) -> str:
+    return '{"key":"%s","value":{"stringValue":"%s"}}' % (key, value)
+
+
+def _i(key: str, value: int) -> str:
+    return '{"key":"%s","value":{"intValue":"%d"}}' % (key, value)
+
+
+def _a(key: str, values: list[str]) -> str:
+    inner = ",".join('{"stringValue":"%s"}' % v for v in values)
+    return '{"key":"%s","value":{"arrayValue":{"values":[%s]}}}' % (key, inner)
+
+
+def _span(rng: random.Random, trace: str, run: str, n: int, t0: int) -> str:
+    """One tool span of a crew run, as OTLP JSON text."""
+    agent = AGENTS[n % len(AGENTS)]
+    which = rng.random()
+    outcome = c.OUTCOME_OK
+    attrs = [_s(c.GEN_AI_CONVERSATION_ID, run), _s(c.GEN_AI_AGENT_ID, agent),
+             _s(c.GEN_AI_OPERATION_NAME, c.OPERATION_EXECUTE_TOOL), _s(c.TOOL_TRANSPORT, c.TRANSPORT_OK)]
+    key = f"account/{rng.randrange(200)}"
+    if which < 0.35:
+        tool, kind = "read_state", c.KIND_READ
+        attrs += [_s(c.STATE_KEY, key), _s(c.STATE_VERSION_READ, f"v{rng.randrange(3)}"),
+                  _s(c.TOOL_READBACK, c.READBACK_NOT_APPLICABLE)]
+    elif which < 0.65:
+        tool, kind = "write_state", c.KIND_WRITE
+        expected = f"v{rng.randrange(3)}"
+        stale = rng.random() < 0.02
+        outcome = c.OUTCOME_REJECTED_STALE_VERSION if stale else c.OUTCOME_OK
+        attrs += [_s(c.STATE_KEY, key), _s(c.STATE_VERSION_EXPECTED, expected),
+                  _s(c.STATE_VERSION_CURRENT, f"v{rng.randrange(3)}" if stale else expected),
+                  _s(c.TOOL_READBACK, c.READBACK_MISMATCH if rng.random() < 0.005 else c.READBACK_MATCH)]
+        if not stale:
+            attrs.append(_s(c.STATE_VERSION_WRITTEN, f"w{n}"))
+    elif which < 0.80:
+        tool, kind = "send_email", c.KIND_SEND
+        attrs += [_s(c.OBJECTIVE_TASK_ID, "policy-refunds"), _s(c.POLICY_VERSION, "3"),
+                  _s(c.IDEMPOTENCY_KEY_HASH, f"k{n}"), _s(c.IDEMPOTENCY_PAYLOAD_HASH, f"p{n}"),
+                  _s(c.TOOL_READBACK, c.READBACK_SKIPPED)]
+    elif which < 0.92:
+        tool, kind = "delegate", c.KIND_DELEGATE
+        hop = 1 + n % 4
+        attrs += [_s(c.DELEGATION_TASK_ID, f"{run}-t{hop}"), _s(c.DELEGATION_ORIGIN_TASK_ID, f"{run}-t{hop - 1}"),
+                  _s(c.DELEGATION_ROOT_TASK_ID, f"{run}-t0"), _i(c.DELEGATION_HOP, hop),
+                  _a(c.DELEGATION_CONSTRAINTS_CARRIED, ["C1", "C2", "C3"]), _a(c.DELEGATION_CONSTRAINTS_WAIVED, []),
+                  _s(c.TOOL_READBACK, c.READBACK_NOT_APPLICABLE)]
+    else:
+        tool, kind = "get_objective", c.KIND_READ
+        attrs += [_s(c.OBJECTIVE_TASK_ID, "policy-refunds"), _s(c.OBJECTIVE_VERSION, "3"),
+                  _s(c.TOOL_READBACK, c.READBACK_NOT_APPLICABLE)]
+    attrs += [_s(c.GEN_AI_TOOL_NAME, tool), _s(c.TOOL_KIND, kind), _s(c.TOOL_OUTCOME, outcome)]
+    status = '{"code":2,"message":"%s"}' % outcome if outcome != c.OUTCOME_OK else "{}"
+    start = t0 + n * 1_000_000
+    return ('{"traceId":"%s","spanId":"%016x","parentSpanId":"","name":"%s%s","kind":1,'
+            '"startTimeUnixNano":"%d","endTimeUnixNano":"%d","attributes":[%s],"status":%s}') % (
+        trace, rng.getrandbits(64), c.SPAN_NAME_PREFIX, tool, start, start + 250_000, ",".join(attrs), status)
+
+
+def generate(path: Path, spans: int, seed: int = 7) -> int:
+    """Write ``spans`` spans to ``path`` as OTLP JSON lines; return the file size in bytes."""
+    rng = random.Random(seed)
+    head = ('{"resourceSpans":[{"resource":{"attributes":[%s]},"scopeSpans":[{"scope":{"name":"%s",'
+            '"version":"0.1.0"},"spans":[') % (_s(c.SERVICE_NAME, "crew"), c.INSTRUMENTATION_SCOPE)
+    tail = "]}]}]}\n"
+    t0 = 1_700_000_000_000_000_000
+    written = 0
+    with open(path, "w", encoding="utf-8", buffering=1 << 22) as out:
+        while written < spans:
+            batch = min(SPANS_PER_LINE, spans - written)
+            run_no = written // 256
+            trace = "%032x" % (run_no * 7919 + 1)
+            run = f"run-{run_no}"
+            out.write(head + ",".join(_span(rng, trace, run, written + i, t0) for i in range(batch)) + tail)
+            written += batch
+    return path.stat().st_size
+
+
+def _measure(label: str, fn: Callable[[], Any]) -> dict[str, Any]:
+    gc.collect()
+    tracemalloc.start()
+    started = time.perf_counter()
+    value = fn()
+    seconds = time.perf_counter() - started
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    print(f"  {label}: {seconds:.2f} s", file=sys.stderr, flush=True)
+    return {"step": label, "seconds": round(seconds, 3), "python_peak_mb": round(peak / 1e6, 1),
+            "process_max_rss_mb": round(rss / 1e6, 1), "result": value}
+
+
+def json_loads_loop(path: Path) -> int:
+    """The baseline: read every line and json.loads it, counting spans."""
+    count = 0
+    with open(path, "rb") as handle:
+        for line in handle:
+            data = json.loads(line)
+            for rs in data["resourceSpans"]:
+                for ss in rs["scopeSpans"]:
+                    count += len(ss["spans"])
+    return count
+
+
+def _report(paths: list[Path]) -> int:
+    with open_traces(paths) as traces:
+        return sum(s.count for s in traces.report().sections)
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--spans", type=int, default=1_000_000, help="spans to generate (default 1,000,000)")
+    parser.add_argument("--workdir", type=Path, default=None, help="where to write the data (default: a temp dir)")
+    parser.add_argument("--output", type=Path, default=Path("bench-output/forensics.json"))
+    args = parser.parse_args(argv)
+    work = args.workdir or Path(tempfile.mkdtemp(prefix="bench-forensics-"))
+    work.mkdir(parents=True, exist_ok=True)
+    source = work / "traces.jsonl"
+    print(f"generating {args.spans:,} spans in {source}", file=sys.stderr, flush=True)
+    started = time.perf_counter()
+    size = generate(source, args.spans)
+    print(f"  generated {size / 1e6:,.0f} MB in {time.perf_counter() - started:.1f} s", file=sys.stderr)
+    parquet_dir = work / "parquet"
+    shutil.rmtree(parquet_dir, ignore_errors=True)
+    steps = [
+        _measure("python json.loads loop", lambda: json_loads_loop(source)),
+        _measure("report from JSON lines", lambda: _report([source])),
+        _measure("ingest to Parquet", lambda: ingest([source], parquet_dir).spans),
+        _measure("report from Parquet", lambda: _report([parquet_dir])),
+    ]
+    base = steps[0]["seconds"]
+    for step in steps:
+        step["ratio_to_python_loop"] = round(step["seconds"] / base, 3) if base else None
+    result = {
+        "spans": args.spans, "json_bytes": size, "spans_per_line": SPANS_PER_LINE, "cpus": os.cpu_count(),
+        "steps": steps,
+        "targets": {
+            "json_report_not_slower_than_python_loop": steps[1]["seconds"] <= base,
+            "parquet_report_under_2s": steps[3]["seconds"] < 2.0,
+            "peak_rss_under_2gb": max(s["process_max_rss_mb"] for s in steps) < 2000,
+        },
+    }
+    print(f"\n{'step':<26}{'seconds':>9}{'x loop':>8}{'py peak MB':>12}{'max RSS MB':>12}")
+    for step in steps:
+        print(f"{step['step']:<26}{step['seconds']:>9.2f}{step['ratio_to_python_loop']:>8.2f}"
+              f"{step['python_peak_mb']:>12.1f}{step['process_max_rss_mb']:>12.1f}")
+    print("targets:", json.dumps(result["targets"]))
+    args.output.parent.mkdir(parents=True, exist_ok=True)
+    args.output.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    if args.workdir is None:
+        shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))

@@ -1,0 +1,41 @@
+-- idempotency_conflicts: idempotency keys reused with a different payload, and replays the guard deduplicated.
+--
+-- Three kinds of row. 'conflict_refused': outcome duplicate_request (the guard refused a reused
+-- key with another payload). 'conflict_accepted': an accepted call whose key an earlier accepted
+-- call used with a different payload hash (no guard stopped it: the payload was applied twice or
+-- differently). 'replay': tool.deduplicated = true (the original result was returned).
+--
+-- Columns: kind, idempotency_key_hash, payload_hash, original_payload_hash, original_id, run_id,
+--   agent_id, tool_name, outcome, start_time, trace_id, span_id
+--
+-- Example: conflict_refused, key 9f2c..., payload 77aa... against original payload 1b3e...
+--   (original_id call-118), run r-4, agent billing, send_refund.
+WITH keyed AS (
+    SELECT *,
+        first_value(idempotency_payload_hash) OVER (
+            PARTITION BY idempotency_key_hash ORDER BY start_time_unix_nano, span_id
+        ) AS first_payload
+    FROM spans
+    WHERE idempotency_key_hash IS NOT NULL AND coalesce(outcome, 'ok') = 'ok' AND NOT deduplicated
+),
+firsts AS (
+    SELECT idempotency_key_hash, any_value(first_payload) AS first_payload
+    FROM keyed GROUP BY idempotency_key_hash
+)
+SELECT 'conflict_refused' AS kind, s.idempotency_key_hash, s.idempotency_payload_hash AS payload_hash,
+       f.first_payload AS original_payload_hash, s.idempotency_original_id AS original_id, s.run_id,
+       s.agent_id, s.tool_name, s.outcome, s.start_time, s.trace_id, s.span_id
+FROM spans s LEFT JOIN firsts f USING (idempotency_key_hash)
+WHERE s.outcome = 'duplicate_request'
+UNION ALL
+SELECT 'conflict_accepted', idempotency_key_hash, idempotency_payload_hash, first_payload,
+       idempotency_original_id, run_id, agent_id, tool_name, outcome, start_time, trace_id, span_id
+FROM keyed
+WHERE idempotency_payload_hash IS DISTINCT FROM first_payload
+UNION ALL
+SELECT 'replay', s.idempotency_key_hash, s.idempotency_payload_hash, f.first_payload,
+       s.idempotency_original_id, s.run_id, s.agent_id, s.tool_name, s.outcome, s.start_time,
+       s.trace_id, s.span_id
+FROM spans s LEFT JOIN firsts f USING (idempotency_key_hash)
+WHERE s.deduplicated
+ORDER BY kind, start_time, span_id;

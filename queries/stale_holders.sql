@@ -1,0 +1,53 @@
+-- stale_holders: agents that acted after the objective they held had been superseded.
+--
+-- An agent holds the objective.version its latest get_objective (a read span with
+-- objective.task_id and objective.version) returned in its run. It acts with any write, send or
+-- delegate span. It is stale when, at the action, a newer version had been published or
+-- superseded (objective.version on an accepted, non-read, non-send span of that objective). One row
+-- per agent, objective and held version, with the first stale action and how many there were.
+--
+-- Columns: run_id, agent_id, objective_task_id, held_version, current_version, superseded_at,
+--   first_stale_action_at, first_stale_tool, stale_actions, trace_id, span_id (first action)
+--
+-- Example: run r-5, agent writer held objective T9 v1; v2 was published at 10:04; writer then
+--   called send_email at 10:06 (3 stale actions in all).
+WITH publications AS (
+    SELECT objective_task_id, objective_version, start_time_unix_nano AS t, start_time
+    FROM spans
+    WHERE objective_task_id IS NOT NULL AND objective_version IS NOT NULL
+      AND coalesce(tool_kind, '') NOT IN ('read', 'send') AND coalesce(outcome, 'ok') = 'ok'
+),
+holdings AS (
+    SELECT run_id, agent_id, objective_task_id, objective_version, start_time_unix_nano AS t
+    FROM spans
+    WHERE tool_kind = 'read' AND objective_task_id IS NOT NULL AND objective_version IS NOT NULL
+      AND agent_id IS NOT NULL
+),
+actions AS (
+    SELECT a.run_id, a.agent_id, a.tool_name, a.start_time, a.start_time_unix_nano AS t,
+           a.trace_id, a.span_id, h.objective_task_id, h.objective_version AS held_version
+    FROM spans a
+    JOIN holdings h ON h.run_id = a.run_id AND h.agent_id = a.agent_id AND h.t < a.start_time_unix_nano
+    WHERE a.tool_kind IN ('write', 'send', 'delegate')
+      -- h is the latest holding of that objective by this agent before the action
+      AND NOT EXISTS (SELECT 1 FROM holdings h2
+                      WHERE h2.run_id = h.run_id AND h2.agent_id = h.agent_id
+                        AND h2.objective_task_id = h.objective_task_id
+                        AND h2.t > h.t AND h2.t < a.start_time_unix_nano)
+),
+judged AS (
+    SELECT a.*, cur.objective_version AS current_version, cur.start_time AS superseded_at
+    FROM actions a,
+         LATERAL (SELECT p.objective_version, p.start_time FROM publications p
+                  WHERE p.objective_task_id = a.objective_task_id AND p.t < a.t
+                  ORDER BY p.t DESC LIMIT 1) cur
+    WHERE cur.objective_version <> a.held_version
+)
+SELECT
+    run_id, agent_id, objective_task_id, held_version,
+    arg_min(current_version, t) AS current_version, arg_min(superseded_at, t) AS superseded_at,
+    min(start_time) AS first_stale_action_at, arg_min(tool_name, t) AS first_stale_tool,
+    count(*) AS stale_actions, arg_min(trace_id, t) AS trace_id, arg_min(span_id, t) AS span_id
+FROM judged
+GROUP BY run_id, agent_id, objective_task_id, held_version
+ORDER BY stale_actions DESC, first_stale_action_at, run_id, agent_id;

@@ -1,0 +1,36 @@
+-- stale_sends: sends made (or refused) against a superseded policy.version.
+--
+-- A send (tool.kind = send) names the policy it used: objective.task_id and policy.version. The
+-- current version is policy.version.current when the guard checked it, else the latest version
+-- published or superseded (objective.version on an accepted, non-read, non-send span of that
+-- objective) before the send. 'refused': outcome stale_policy. 'sent_stale': accepted though the
+-- version used was not current.
+--
+-- Columns: verdict, run_id, agent_id, tool_name, policy_task_id, used_version, current_version,
+--   outcome, start_time, trace_id, span_id
+--
+-- Example: sent_stale, run r-2, billing sent with refunds-policy v3 while v4 was current.
+WITH publications AS (
+    SELECT objective_task_id, objective_version, start_time_unix_nano AS t
+    FROM spans
+    WHERE objective_task_id IS NOT NULL AND objective_version IS NOT NULL
+      AND coalesce(tool_kind, '') NOT IN ('read', 'send') AND coalesce(outcome, 'ok') = 'ok'
+),
+sends AS (
+    SELECT
+        s.*,
+        coalesce(s.policy_version_current, (
+            SELECT p.objective_version FROM publications p
+            WHERE p.objective_task_id = s.objective_task_id AND p.t < s.start_time_unix_nano
+            ORDER BY p.t DESC LIMIT 1)) AS current_version
+    FROM spans s
+    WHERE s.tool_kind = 'send' AND s.policy_version IS NOT NULL
+)
+SELECT
+    CASE WHEN outcome = 'stale_policy' THEN 'refused' ELSE 'sent_stale' END AS verdict,
+    run_id, agent_id, tool_name, objective_task_id AS policy_task_id, policy_version AS used_version,
+    current_version, outcome, start_time, trace_id, span_id
+FROM sends
+WHERE outcome = 'stale_policy'
+   OR (coalesce(outcome, 'ok') = 'ok' AND current_version IS NOT NULL AND policy_version <> current_version)
+ORDER BY verdict DESC, start_time, span_id;

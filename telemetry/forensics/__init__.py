@@ -1,0 +1,27 @@
+"""Offline trace forensics: DuckDB over OTLP JSON-lines traces (ours or a Collector's).
+
+``open_traces(paths)`` loads files into the normalized ``spans`` relation
+(``queries/spans.sql``); each question in ``queries/`` is one SQL file; ``ingest`` converts to
+Parquet once for scale; ``cli.main`` is ``outcome-telemetry forensics``. See docs/forensics.md.
+"""
+
+from __future__ import annotations
+
+from .api import Forensics, open_traces
+from .ingest import IngestResult, ingest
+from .questions import QUESTION_NAMES, Question, all_questions, question
+from .report import Report, Section, format_rows
+
+__all__ = [
+    "QUESTION_NAMES",
+    "Forensics",
+    "IngestResult",
+    "Question",
+    "Report",
+    "Section",
+    "all_questions",
+    "format_rows",
+    "ingest",
+    "open_traces",
+    "question",
+]

@@ -1,0 +1,123 @@
+"""``outcome-telemetry forensics``: the on-call command line over trace files.
+
+    outcome-telemetry forensics report traces/            # every question, summarised
+    outcome-telemetry forensics divergent_reads traces/   # one question's rows
+    outcome-telemetry forensics ingest traces/ --to pq/   # Parquet once, for scale
+    outcome-telemetry forensics --list                    # the questions
+
+Exit status: 0 done, 1 findings with ``--fail-on-findings``, 2 bad input or usage.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Optional, Sequence
+
+from ..exceptions import ForensicsInputError
+from .api import open_traces
+from .ingest import ingest
+from .loading import Progress, stderr_progress
+from .questions import QUESTION_NAMES, all_questions, question
+from .report import FORMATS, format_rows
+
+EXIT_OK = 0
+EXIT_FINDINGS = 1
+EXIT_INPUT = 2
+
+_EPILOG = """\
+PATHS are OTLP JSON-lines files (.jsonl/.json/.ndjson, optionally .gz/.zst), directories
+(searched recursively), globs, or a directory written by `ingest` (Parquet).
+Run `outcome-telemetry forensics --list` for the questions; docs/forensics.md explains each.
+"""
+
+
+def _common(parser: argparse.ArgumentParser, *, findings: bool = True) -> None:
+    parser.add_argument("paths", nargs="+", metavar="PATHS", help="trace files, directories or globs")
+    parser.add_argument("--skip-bad-lines", action="store_true",
+                        help="skip malformed lines (reported with file and line) instead of failing")
+    parser.add_argument("--quiet", "-q", action="store_true", help="no progress messages on stderr")
+    if findings:
+        parser.add_argument("--format", choices=FORMATS, default="table", help="output format (default table)")
+        parser.add_argument("--fail-on-findings", action="store_true",
+                            help="exit 1 when any question reports a problem (for CI)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser (exposed so the top-level CLI and docs can reuse it)."""
+    parser = argparse.ArgumentParser(
+        prog="outcome-telemetry forensics",
+        description="Find what the guards did not prevent: divergent reads, lost updates, dropped "
+                    "constraints, 200s with a bad outcome, stale sends, read-back mismatches, ... "
+                    "in OTLP JSON-lines traces.",
+        epilog=_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--list", action="store_true", help="list the questions with one-line descriptions")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+    _common(commands.add_parser("report", help="run every question and print a summary",
+                                description="Run every question; print what was found, how many, the "
+                                            "worst examples and the command for detail."))
+    ingest_parser = commands.add_parser(
+        "ingest", help="convert JSON lines to Parquet (incremental)",
+        description="Convert trace files to Parquet parts in DIR once; files already ingested (same "
+                    "path, size and mtime) are skipped. Then run questions on DIR.")
+    _common(ingest_parser, findings=False)
+    ingest_parser.add_argument("--to", required=True, metavar="DIR", help="output directory for the Parquet parts")
+    for q in all_questions():
+        _common(commands.add_parser(q.name, help=q.description, description=q.header,
+                                    formatter_class=argparse.RawDescriptionHelpFormatter))
+    return parser
+
+
+def _list() -> str:
+    width = max(len(n) for n in QUESTION_NAMES)
+    return "\n".join(f"{q.name.ljust(width)}  {q.description}" for q in all_questions())
+
+
+def _run(args: argparse.Namespace) -> int:
+    progress: Optional[Progress] = None if args.quiet else stderr_progress
+    if args.command == "ingest":
+        result = ingest(args.paths, args.to, skip_bad_lines=args.skip_bad_lines, progress=progress)
+        for warning in result.warnings:
+            print(f"warning: {warning}", file=sys.stderr)
+        print(f"ingested {len(result.ingested)} file(s), {result.spans:,} spans, into {result.directory}; "
+              f"{len(result.unchanged)} unchanged file(s) skipped")
+        return EXIT_OK
+    with open_traces(args.paths, skip_bad_lines=args.skip_bad_lines, progress=progress) as traces:
+        for warning in traces.load_report.warnings():
+            print(f"warning: {warning}", file=sys.stderr)
+        if args.command == "report":
+            report = traces.report(progress=progress)
+            print(report.render(args.format))
+            findings = report.findings
+        else:
+            q = question(args.command)
+            rows = traces.run(q.name)
+            print(format_rows(rows, traces.columns(q.name), args.format))
+            findings = len(rows) if q.is_finding else 0
+    return EXIT_FINDINGS if args.fail_on_findings and findings else EXIT_OK
+
+
+def main(argv: Sequence[str]) -> int:
+    """Run ``outcome-telemetry forensics`` with ``argv`` (everything after ``forensics``)."""
+    parser = build_parser()
+    try:
+        args = parser.parse_args(list(argv))
+    except SystemExit as exit_:  # argparse exits on --help (0) and usage errors (2)
+        return int(exit_.code or 0)
+    if args.list:
+        print(_list())
+        return EXIT_OK
+    if args.command is None:
+        parser.print_help(sys.stderr)
+        return EXIT_INPUT
+    try:
+        return _run(args)
+    except ForensicsInputError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_INPUT
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))

@@ -1,0 +1,223 @@
+"""Load trace files into a DuckDB connection as the ``spans`` relation the questions read.
+
+JSON lines are parsed once, by the macros in ``queries/spans.sql``, into a temporary table; Parquet
+parts written by ``ingest`` already hold those columns and are attached as a view. File lists are
+always bound as parameters (or passed to DuckDB's Python relational API), never spliced into SQL.
+
+Bad input: every plain file's tail is checked first (cheap); a partial last line is dropped and
+counted. If DuckDB still refuses a file, :func:`~telemetry.forensics.validation.diagnose` names the
+line and reason; the load fails unless ``skip_bad_lines``, which reads a repaired copy and records
+what was skipped.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Optional
+
+import duckdb
+
+from ..exceptions import ForensicsInputError
+from ..resources import data_file
+from .inputs import TraceInputs
+from .validation import EXPECTED, Diagnosis, copy_prefix, describe, diagnose, truncated_tail
+
+Progress = Callable[[str], None]
+"""Receives one human-readable progress line (the CLI prints them to stderr)."""
+
+SPANS = "spans"
+_FILE_IN_ERROR = re.compile(r'in file "([^"]+)"')
+
+
+@dataclass
+class LoadReport:
+    """What loading found besides spans: warnings to show and lines skipped."""
+
+    files: int = 0
+    spans: int = 0
+    seconds: float = 0.0
+    truncated: list[Path] = field(default_factory=list)
+    """Files whose partial last line was dropped."""
+    skipped: list[Diagnosis] = field(default_factory=list)
+    """Files with bad lines skipped under ``skip_bad_lines``."""
+
+    @property
+    def skipped_lines(self) -> int:
+        return sum(len(d.bad) for d in self.skipped)
+
+    def warnings(self) -> list[str]:
+        """One line per thing the user should know about the input."""
+        out: list[str] = []
+        if self.truncated:
+            names = ", ".join(str(p) for p in self.truncated[:3])
+            out.append(
+                f"skipped a truncated last line in {len(self.truncated)} file(s) ({names}); "
+                "a writer was probably stopped mid-write"
+            )
+        for diagnosis in self.skipped:
+            where = ", ".join(str(b.number) for b in diagnosis.bad[:10])
+            more = " ..." if len(diagnosis.bad) > 10 else ""
+            out.append(f"skipped {len(diagnosis.bad)} bad line(s) in {diagnosis.path}: lines {where}{more}")
+        return out
+
+
+def install_macros(con: duckdb.DuckDBPyConnection) -> None:
+    """Define the ``otlp_spans`` macro (and its helpers) from the shipped ``spans.sql``."""
+    con.execute("SET enable_progress_bar = false").fetchall()  # progress goes through Progress
+    con.execute(data_file("queries", "spans.sql").read_text(encoding="utf-8")).fetchall()
+
+
+class _ProgressTicker:
+    """Report DuckDB's progress on the running query every second, from a side thread."""
+
+    def __init__(self, con: duckdb.DuckDBPyConnection, label: str, progress: Optional[Progress]):
+        self._con, self._label, self._progress = con, label, progress
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def __enter__(self) -> "_ProgressTicker":
+        if self._progress is not None:
+            self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join()
+
+    def _run(self) -> None:
+        assert self._progress is not None
+        while not self._stop.wait(1.0):
+            try:
+                done = self._con.query_progress()
+            except Exception:  # progress is a nicety; never let it break a load
+                return
+            if done >= 0:
+                self._progress(f"{self._label}: {done:.0f}%")
+
+
+class _JsonLoader:
+    """One JSON-lines load: repaired copies live in a private temporary directory."""
+
+    def __init__(self, con: duckdb.DuckDBPyConnection, skip_bad_lines: bool, progress: Optional[Progress]):
+        self.con = con
+        self.skip_bad_lines = skip_bad_lines
+        self.progress = progress
+        self.report = LoadReport()
+        self._tmp: Optional[tempfile.TemporaryDirectory[str]] = None
+        self._read: dict[Path, Path] = {}  # source file -> the file DuckDB reads
+
+    def _scratch(self, source: Path) -> Path:
+        if self._tmp is None:
+            self._tmp = tempfile.TemporaryDirectory(prefix="outcome-telemetry-forensics-")
+        return Path(self._tmp.name) / f"{len(self._read)}-{source.name.removesuffix('.gz')}"
+
+    def _repair(self, diagnosis: Diagnosis) -> None:
+        target = self._scratch(diagnosis.path)
+        diagnose(diagnosis.path, keep=target)
+        self._read[diagnosis.path] = target
+
+    def _handle_refusal(self, error: duckdb.Error, attempts: int) -> None:
+        match = _FILE_IN_ERROR.search(str(error))
+        by_read = {str(v): k for k, v in self._read.items()}
+        source = by_read.get(match.group(1)) if match else None
+        if source is None or attempts > len(self._read):
+            raise ForensicsInputError(f"DuckDB could not read the traces ({error}); {EXPECTED}") from None
+        if self._read[source] != source:  # a repaired copy was refused: give up on it
+            raise ForensicsInputError(f"{source}: still unreadable after repair ({error}); {EXPECTED}") from None
+        diagnosis = diagnose(source)
+        if not diagnosis.bad:
+            raise ForensicsInputError(f"{source}: DuckDB refused it ({error}); {EXPECTED}") from None
+        if diagnosis.only_truncated:
+            self.report.truncated.append(source)
+        elif not self.skip_bad_lines or diagnosis.good_lines == 0:
+            hint = "" if diagnosis.good_lines == 0 else " (pass --skip-bad-lines to read the rest)"
+            raise ForensicsInputError(describe(diagnosis) + hint) from None
+        else:
+            self.report.skipped.append(diagnosis)
+        self._repair(diagnosis)
+
+    def load(self, files: list[Path]) -> LoadReport:
+        started = time.perf_counter()
+        self.report.files = len(files)
+        for source in files:
+            cut = truncated_tail(source)
+            self._read[source] = source
+            if cut:
+                target = self._scratch(source)
+                copy_prefix(source, target, source.stat().st_size - cut)
+                self._read[source] = target
+                self.report.truncated.append(source)
+        attempts = 0
+        while True:
+            attempts += 1
+            try:
+                with _ProgressTicker(self.con, "reading traces", self.progress):
+                    self.con.execute(
+                        f"CREATE OR REPLACE TEMP TABLE {SPANS} AS SELECT * FROM otlp_spans($paths)",
+                        {"paths": [str(p) for p in self._read.values()]},
+                    ).fetchall()
+                break
+            except (duckdb.InvalidInputException, duckdb.ConversionException, duckdb.IOException) as error:
+                self._handle_refusal(error, attempts)
+        for source, read in self._read.items():
+            if read != source:
+                self.con.execute(
+                    f"UPDATE {SPANS} SET source_file = $source WHERE source_file = $read",
+                    {"source": str(source), "read": str(read)},
+                ).fetchall()
+        if self._tmp is not None:
+            self._tmp.cleanup()
+        row = self.con.execute(f"SELECT count(*) FROM {SPANS}").fetchall()[0]
+        self.report.spans = int(row[0])
+        self.report.seconds = time.perf_counter() - started
+        return self.report
+
+
+def load(
+    con: duckdb.DuckDBPyConnection,
+    inputs: TraceInputs,
+    *,
+    skip_bad_lines: bool = False,
+    progress: Optional[Progress] = None,
+) -> LoadReport:
+    """Make ``spans`` in ``con`` from ``inputs`` and return what loading found.
+
+    JSON lines become a temporary table; Parquet parts alone become a view (nothing is copied);
+    both together are combined into the table.
+    """
+    install_macros(con)
+    report = LoadReport()
+    parquet = [str(p) for p in inputs.parquet_files]
+    if inputs.json_files:
+        if progress:
+            total = sum(p.stat().st_size for p in inputs.json_files)
+            progress(f"reading {len(inputs.json_files)} JSON-lines file(s), {total / 1e6:,.1f} MB")
+        report = _JsonLoader(con, skip_bad_lines, progress).load(inputs.json_files)
+        if parquet:
+            con.read_parquet(parquet, union_by_name=True).insert_into(SPANS)
+    elif parquet:
+        started = time.perf_counter()
+        con.read_parquet(parquet, union_by_name=True).create_view(SPANS, replace=True)
+        report.files = len(parquet)
+        report.seconds = time.perf_counter() - started
+    else:
+        raise ForensicsInputError("no trace files to read")
+    if parquet:
+        row = con.execute(f"SELECT count(*) FROM {SPANS}").fetchall()[0]
+        report.spans = int(row[0])
+        report.files = len(inputs.json_files) + len(parquet)
+    if progress:
+        progress(f"loaded {report.spans:,} spans from {report.files} file(s) in {report.seconds:.1f} s")
+    return report
+
+
+def stderr_progress(message: str) -> None:
+    """The CLI's progress sink: one line on stderr."""
+    print(message, file=sys.stderr, flush=True)
