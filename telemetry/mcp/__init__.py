@@ -1,0 +1,38 @@
+"""MCP integration: instrument the tools of an ``mcp`` SDK server (the ``[mcp]`` extra).
+
+``import telemetry`` never imports this module or the SDK; importing ``telemetry.mcp`` does.
+
+- :func:`tool` registers a function as an MCP tool *and* instruments it, in the right order, with
+  one set of hints that becomes both the span's ``tool.hint.*`` attributes and the tool's
+  ``readOnlyHint``/``destructiveHint``/``idempotentHint`` annotations in ``tools/list``.
+- :func:`instrument_server` instruments every tool already registered on an ``MCPServer``.
+- :func:`envelope_result` turns a guard's refusal envelope into an ``isError`` result.
+- :func:`trace_meta` puts the current trace context into a request's ``_meta``, for callers that
+  do not go through the SDK's own client (which injects it by itself).
+
+See ``docs/mcp.md``.
+"""
+
+from __future__ import annotations
+
+try:
+    import mcp as _mcp_sdk  # noqa: F401  (fail early, with the fix in the message)
+except ImportError as exc:  # pragma: no cover - exercised only without the extra
+    raise ImportError(
+        "telemetry.mcp needs the MCP Python SDK; install it with: pip install 'outcome-telemetry[mcp]'"
+    ) from exc
+
+from ._hints import annotations_for, hints_from_annotations
+from ._propagation import trace_meta
+from ._results import envelope_result, mcp_outcome
+from ._server import instrument_server, tool
+
+__all__ = [
+    "annotations_for",
+    "envelope_result",
+    "hints_from_annotations",
+    "instrument_server",
+    "mcp_outcome",
+    "tool",
+    "trace_meta",
+]

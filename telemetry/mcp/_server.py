@@ -1,0 +1,255 @@
+"""Instrument the tools of an ``MCPServer``: one decorator for new tools, one call for existing ones.
+
+Decorator order matters because ``MCPServer.tool()`` registers the function it is given and
+returns it unchanged. Stacked the right way round, the server registers the instrumented
+wrapper::
+
+    @server.tool()              # outermost: registers what is below it
+    @instrument_tool(kind="read")
+    def get_state(key: str) -> dict[str, Any]: ...
+
+The other way round the server registers the bare function and the wrapper is never called by
+MCP. :func:`tool` avoids the question (it does both, in order), and :func:`instrument_server`
+finds that mistake in tools already registered, warns, and puts the wrapper in place.
+
+Our ``execute_tool`` span is started in the current context, so under the SDK's
+``OpenTelemetryMiddleware`` it nests as an INTERNAL child of the ``tools/call {name}`` SERVER
+span: the SDK's span keeps the protocol (request id, argument validation, result serialization),
+ours the tool's triad. Only ours counts in the metrics, and a tool is never instrumented twice.
+"""
+
+from __future__ import annotations
+
+import gc
+import warnings
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, TypeVar, cast
+
+from mcp.server.mcpserver import MCPServer
+from mcp_types import Icon, ToolAnnotations
+
+from ..decorator import SPEC_ATTRIBUTE, instrument_tool
+from ..exceptions import ConfigurationError
+from ..spec import OutcomeFn, ReadbackFn, ToolSpec
+from ._hints import annotations_for, check_consistent, merge_hints
+from ._results import mcp_outcome
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+_OPTIONS = frozenset(
+    {"kind", "read_only", "destructive", "idempotent", "readback", "outcome", "outcomes", "record_arguments"}
+)
+"""The ``instrument_tool`` options :func:`instrument_server` accepts per tool."""
+
+
+def _with_mcp_outcome(user: OutcomeFn | None) -> OutcomeFn:
+    """The user's outcome callable, falling back to the outcome of a returned ``CallToolResult``."""
+
+    def outcome(call: Any, result: Any) -> str | None:
+        if user is not None:
+            chosen = user(call, result)
+            if chosen is not None:
+                return chosen
+        return mcp_outcome(call, result)
+
+    return outcome
+
+
+def _require_server(server: Any, helper: str) -> MCPServer:
+    if isinstance(server, MCPServer):
+        return server
+    hint = " (call it with the server first: @telemetry.mcp.tool(server, ...))" if callable(server) else ""
+    raise ConfigurationError(f"{helper} needs an mcp.server.mcpserver.MCPServer, got {server!r}{hint}")
+
+
+def tool(
+    server: MCPServer,
+    *,
+    name: str | None = None,
+    title: str | None = None,
+    description: str | None = None,
+    kind: str | None = None,
+    read_only: bool | None = None,
+    destructive: bool | None = None,
+    idempotent: bool | None = None,
+    readback: ReadbackFn | None = None,
+    outcome: OutcomeFn | None = None,
+    outcomes: Iterable[str] = (),
+    record_arguments: Iterable[str] = (),
+    annotations: ToolAnnotations | None = None,
+    icons: list[Icon] | None = None,
+    meta: dict[str, Any] | None = None,
+    structured_output: bool | None = None,
+) -> Callable[[F], F]:
+    """Register a function as a tool of ``server`` and instrument it, in the right order.
+
+    The telemetry options are :func:`telemetry.instrument_tool`'s; the MCP options are
+    ``MCPServer.tool()``'s. The hints (``read_only``, ``destructive``, ``idempotent``, or
+    ``kind``'s defaults) become the tool's annotations in ``tools/list``; hints already in
+    ``annotations`` count as given and a contradiction raises :class:`ConfigurationError`.
+    Returns the instrumented function, so direct calls are recorded too. Example::
+
+        @telemetry.mcp.tool(server, kind="write", title="Write a state value")
+        def write_state(key: str, value: str, expected_version: str) -> dict[str, Any]: ...
+    """
+    mcp_server = _require_server(server, "telemetry.mcp.tool")
+
+    def decorate(fn: F) -> F:
+        if hasattr(fn, SPEC_ATTRIBUTE):
+            raise ConfigurationError(
+                f"{getattr(fn, '__name__', fn)!r} is already instrumented; telemetry.mcp.tool instruments it "
+                f"itself, so drop @instrument_tool (pass its options to telemetry.mcp.tool instead)"
+            )
+        if not callable(fn):
+            raise ConfigurationError(f"telemetry.mcp.tool decorates functions, got {fn!r}")
+        tool_name = name if name is not None else getattr(fn, "__name__", None)
+        if not isinstance(tool_name, str) or not tool_name or tool_name == "<lambda>":
+            raise ConfigurationError(f"telemetry.mcp.tool needs a tool name for {fn!r}; pass name=")
+        hints = merge_hints(
+            tool_name,
+            {"read_only": read_only, "destructive": destructive, "idempotent": idempotent},
+            annotations,
+        )
+        wrapper = instrument_tool(
+            name=tool_name,
+            kind=kind,
+            read_only=hints["read_only"],
+            destructive=hints["destructive"],
+            idempotent=hints["idempotent"],
+            readback=readback,
+            outcome=_with_mcp_outcome(outcome),
+            outcomes=outcomes,
+            record_arguments=record_arguments,
+        )(fn)
+        spec: ToolSpec = getattr(wrapper, SPEC_ATTRIBUTE)
+        mcp_server.add_tool(
+            wrapper,
+            name=tool_name,
+            title=title,
+            description=description,
+            annotations=annotations_for(spec, annotations),
+            icons=icons,
+            meta=meta,
+            structured_output=structured_output,
+        )
+        return cast(F, wrapper)
+
+    return decorate
+
+
+def _registered_tools(server: MCPServer) -> list[Any]:
+    """The server's ``Tool`` records (the SDK keeps them in its tool manager; no public accessor)."""
+    manager = getattr(server, "_tool_manager", None)
+    list_tools = getattr(manager, "list_tools", None)
+    if list_tools is None:
+        raise ConfigurationError(
+            "this version of the mcp SDK keeps no tool manager on MCPServer, so instrument_server cannot "
+            "reach its tools; register them with telemetry.mcp.tool(server, ...) instead"
+        )
+    return list(list_tools())
+
+
+def _wrappers_of(functions: list[Callable[..., Any]]) -> dict[int, Callable[..., Any]]:
+    """Instrumented wrappers of ``functions`` that exist elsewhere (the wrong decorator order).
+
+    ``@instrument_tool`` above ``@server.tool()`` leaves a wrapper whose ``__wrapped__`` is the
+    registered function; the garbage collector's referrer lists find it. One heap pass for all
+    functions (two when any is found), at set-up time only.
+    """
+    if not functions:
+        return {}
+    wanted = {id(f) for f in functions}
+    dicts = [
+        ref
+        for ref in gc.get_referrers(*functions)
+        if isinstance(ref, dict)
+        and id(ref.get("__wrapped__")) in wanted
+        and isinstance(ref.get(SPEC_ATTRIBUTE), ToolSpec)
+    ]
+    if not dicts:
+        return {}
+    found: dict[int, Callable[..., Any]] = {}
+    for owner in gc.get_referrers(*dicts):
+        owner_dict = getattr(owner, "__dict__", None)
+        if callable(owner) and any(owner_dict is d for d in dicts):
+            found[id(owner_dict["__wrapped__"])] = owner  # type: ignore[index]
+    return found
+
+
+def _instrument_bare(record: Any, options: Mapping[str, Any]) -> Callable[..., Any]:
+    unknown = sorted(set(options) - _OPTIONS)
+    if unknown:
+        raise ConfigurationError(
+            f"instrument_server: options {unknown} for tool {record.name!r} are not instrument_tool options; "
+            f"use {sorted(_OPTIONS)}"
+        )
+    hints = merge_hints(record.name, {h: options.get(h) for h in ("read_only", "destructive", "idempotent")}, record.annotations)
+    wrapper: Callable[..., Any] = instrument_tool(
+        name=record.name,
+        kind=options.get("kind"),
+        read_only=hints["read_only"],
+        destructive=hints["destructive"],
+        idempotent=hints["idempotent"],
+        readback=options.get("readback"),
+        outcome=_with_mcp_outcome(options.get("outcome")),
+        outcomes=options.get("outcomes", ()),
+        record_arguments=options.get("record_arguments", ()),
+    )(record.fn)
+    return wrapper
+
+
+def instrument_server(server: MCPServer, options: Mapping[str, Mapping[str, Any]] | None = None) -> list[str]:
+    """Instrument every tool registered on ``server``; returns the names of the tools it wrapped.
+
+    ``options`` maps a tool name to :func:`telemetry.instrument_tool` options for it (``kind``,
+    hints, ``readback``, ``outcome``, ``outcomes``, ``record_arguments``). Hints missing there
+    are read from the tool's MCP annotations; the decided hints are written back into them, so
+    ``tools/list`` and the spans agree. Input and output schemas are untouched.
+
+    Tools already stacked under ``@instrument_tool`` are kept (never wrapped twice); their
+    annotations are checked against their hints. A tool registered *before* it was instrumented
+    (``@instrument_tool`` above ``@server.tool()``) gets its wrapper put in place, with a warning
+    saying to swap the decorators. Calling this twice is harmless.
+    """
+    mcp_server = _require_server(server, "telemetry.mcp.instrument_server")
+    options = dict(options or {})
+    records = _registered_tools(mcp_server)
+    missing = sorted(set(options) - {r.name for r in records})
+    if missing:
+        raise ConfigurationError(
+            f"instrument_server: options name tools {missing} that the server does not have; "
+            f"its tools are {sorted(r.name for r in records)}"
+        )
+    bare = [r.fn for r in records if not hasattr(r.fn, SPEC_ATTRIBUTE)]
+    stray = _wrappers_of(bare)
+    wrapped: list[str] = []
+    for record in records:
+        spec: ToolSpec | None = getattr(record.fn, SPEC_ATTRIBUTE, None)
+        if spec is None and id(record.fn) in stray:
+            warnings.warn(
+                f"MCP tool {record.name!r} was registered before it was instrumented (@instrument_tool is "
+                f"above @server.tool()), so the server called the bare function; instrument_server put the "
+                f"instrumented one in place. Swap the two decorators (@server.tool() outermost) or use "
+                f"telemetry.mcp.tool(server, ...).",
+                stacklevel=2,
+            )
+            record.fn = stray[id(record.fn)]
+            spec = getattr(record.fn, SPEC_ATTRIBUTE)
+        elif spec is None:
+            record.fn = _instrument_bare(record, options.get(record.name, {}))
+            spec = getattr(record.fn, SPEC_ATTRIBUTE)
+            wrapped.append(record.name)
+        elif record.name in options:
+            raise ConfigurationError(
+                f"instrument_server: tool {record.name!r} is already instrumented by @instrument_tool; "
+                f"give its options there instead of in instrument_server(options=...)"
+            )
+        assert spec is not None
+        if spec.name != record.name:
+            raise ConfigurationError(
+                f"MCP tool {record.name!r} is instrumented as {spec.name!r}, so its spans and metrics would not "
+                f"match the name clients call; pass name={record.name!r} to instrument_tool"
+            )
+        check_consistent(record.name, spec, record.annotations)
+        record.annotations = annotations_for(spec, record.annotations)
+    return wrapped
