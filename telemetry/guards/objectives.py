@@ -1,0 +1,434 @@
+"""Versioned objectives and guarded sends: an outward action refuses a superseded policy.
+
+Context drift is a freshness failure: an agent acts on a copy of the objective (a refund policy,
+say) that was corrected after it read it. This module makes freshness part of the protocol:
+
+- :meth:`Objectives.publish_objective` stores a task's objective and returns an opaque version
+  token (a string to carry, never a number to compute with);
+- :meth:`Objectives.get_objective` returns the current text and version with its age, and
+  registers the reader as a holder of that version, so the correction fan-out builds itself;
+- :meth:`Objectives.supersede_objective` stores a new version and returns the holders of older
+  versions: exactly the agents to tell;
+- :func:`guarded_send` wraps a send-style tool that takes ``policy_version``: a send against a
+  superseded version is refused as ``stale_policy`` with the current policy in the envelope
+  (counted in ``tool_stale_sends_total``), so the agent re-reads, redrafts and retries.
+
+Atomicity: the check and the record of an accepted send happen in one ``BEGIN IMMEDIATE``
+transaction, and a supersession is another, so they are totally ordered by SQLite's write lock
+across threads and processes. "Superseded before the send's check" means the supersession
+committed before the send's transaction took the lock; such a send is always refused. A send
+whose check committed first is accepted against the version current at that instant (its row
+in ``objective_sends`` is the record), even if the tool body then runs after the supersession
+commits: the check is the send's linearization point, and a supersession's fan-out can rely on
+no new acceptance of the old version ever appearing after it returns.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import inspect
+import secrets
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from datetime import datetime, timezone
+from typing import Any, ParamSpec, TypeVar, cast
+
+from .. import conventions as c
+from ..call import current_call
+from ..context import current_agent
+from ..decorator import SPEC_ATTRIBUTE, instrument_tool
+from ..exceptions import ConfigurationError
+from ..spec import OutcomeFn, ReadbackFn
+from .envelope import refusal, success
+from .sqlite import SQLiteStore
+
+__all__ = ["Objectives", "guarded_send"]
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+POLICY_VERSION_PARAMETER = "policy_version"
+"""The parameter a guarded send must take (required, no default)."""
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS objective_versions (
+    task_id       TEXT NOT NULL,
+    seq           INTEGER NOT NULL,
+    version       TEXT NOT NULL UNIQUE,
+    text          TEXT NOT NULL,
+    reason        TEXT,
+    published_at  TEXT NOT NULL,
+    superseded_at TEXT,
+    PRIMARY KEY (task_id, seq)
+);
+CREATE TABLE IF NOT EXISTS objective_holders (
+    task_id  TEXT NOT NULL,
+    agent_id TEXT NOT NULL,
+    version  TEXT NOT NULL,
+    seq      INTEGER NOT NULL,
+    read_at  TEXT NOT NULL,
+    PRIMARY KEY (task_id, agent_id)
+);
+CREATE TABLE IF NOT EXISTS objective_sends (
+    id              INTEGER PRIMARY KEY AUTOINCREMENT,
+    task_id         TEXT NOT NULL,
+    version         TEXT NOT NULL,
+    current_version TEXT NOT NULL,
+    agent_id        TEXT,
+    tool            TEXT NOT NULL,
+    accepted        INTEGER NOT NULL,
+    checked_at      TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS objective_sends_version ON objective_sends(task_id, version, accepted);
+"""
+
+_CURRENT = "SELECT seq, version, text, published_at FROM objective_versions WHERE task_id = ? ORDER BY seq DESC LIMIT 1"
+
+
+def _text_problem(name: str, value: Any) -> str | None:
+    if not isinstance(value, str) or not value.strip():
+        return f"{name} must be a non-empty string, got {value!r}"
+    return None
+
+
+def _invalid(tool: str, problems: Iterable[str | None]) -> dict[str, Any] | None:
+    found = [p for p in problems if p]
+    if not found:
+        return None
+    return refusal(c.OUTCOME_INVALID_ARGUMENT, f"{tool}: " + "; ".join(found), retry=True)
+
+
+def _version_readback(call: Any, result: Any) -> bool | None:
+    """State success of a publication: the returned version is stored with the text sent."""
+    if not isinstance(result, Mapping) or not result.get("ok"):
+        return None
+    self: Objectives = call.arguments["self"]
+    with self.store.read() as conn:
+        row = conn.execute(
+            "SELECT text FROM objective_versions WHERE task_id = ? AND version = ?",
+            (call.arguments["task_id"], result["version"]),
+        ).fetchone()
+    return row is not None and row["text"] == call.arguments["text"]
+
+
+class Objectives:
+    """Each task's objective as a chain of versions, with holders and a send log.
+
+    ``clock`` returns the current time (UTC, for ``as_of``); ``new_version`` makes version
+    tokens (default: 16 random hex digits; a simulator may pass a seeded one).
+    """
+
+    def __init__(
+        self,
+        store: SQLiteStore,
+        *,
+        clock: Callable[[], datetime] | None = None,
+        new_version: Callable[[], str] | None = None,
+    ) -> None:
+        if not isinstance(store, SQLiteStore):
+            raise ConfigurationError(f"Objectives needs a SQLiteStore, got {store!r}")
+        self.store = store
+        self._clock = clock or (lambda: datetime.now(timezone.utc))
+        self._new_version = new_version or (lambda: secrets.token_hex(8))
+        store.ensure_schema("objectives", _SCHEMA)
+
+    def _now(self) -> str:
+        return self._clock().isoformat()
+
+    def _token(self) -> str:
+        token = self._new_version()
+        if not isinstance(token, str) or not token:
+            raise ConfigurationError(f"new_version must return a non-empty string, got {token!r}")
+        return token
+
+    @staticmethod
+    def _not_found(task_id: str) -> dict[str, Any]:
+        return refusal(
+            c.OUTCOME_NOT_FOUND,
+            f"no objective is published for task {task_id!r}; publish it with publish_objective first",
+            retry=False,
+            task_id=task_id,
+        )
+
+    # --- the tools -------------------------------------------------------------------------
+
+    @instrument_tool(name=c.TOOL_PUBLISH_OBJECTIVE, kind=c.KIND_WRITE, readback=_version_readback)
+    def publish_objective(self, task_id: str, text: str) -> dict[str, Any]:
+        """Publish a task's first objective; returns its ``version``. A second publication of the
+        same task is refused: a correction is :meth:`supersede_objective`, with a reason."""
+        bad = _invalid(c.TOOL_PUBLISH_OBJECTIVE, [_text_problem("task_id", task_id), _text_problem("text", text)])
+        if bad is not None:
+            return bad
+        call = current_call()
+        call.set_attribute(c.OBJECTIVE_TASK_ID, task_id)
+        with self.store.transaction() as conn:
+            row = conn.execute(_CURRENT, (task_id,)).fetchone()
+            if row is not None:
+                return refusal(
+                    c.OUTCOME_INVALID_ARGUMENT,
+                    f"task {task_id!r} already has an objective (version {row['version']!r}); "
+                    f"change it with supersede_objective(task_id, text, reason)",
+                    retry=False,
+                    task_id=task_id,
+                    current_version=row["version"],
+                )
+            version, as_of = self._token(), self._now()
+            conn.execute(
+                "INSERT INTO objective_versions (task_id, seq, version, text, published_at) VALUES (?, 1, ?, ?, ?)",
+                (task_id, version, text, as_of),
+            )
+        call.set_attribute(c.OBJECTIVE_VERSION, version)
+        return success(task_id=task_id, version=version, as_of=as_of)
+
+    @instrument_tool(name=c.TOOL_GET_OBJECTIVE, kind=c.KIND_READ)
+    def get_objective(self, task_id: str, agent_id: str) -> dict[str, Any]:
+        """The current objective, registering ``agent_id`` as a holder of its version.
+
+        Returns ``objective``, ``version``, ``as_of`` (when this version was published),
+        ``superseded`` (the copy this agent held before this read has been superseded;
+        ``previous_version`` names it) and ``refresh_required`` (drop work drafted against any
+        earlier copy and redo it against this one). Both flags are false on a first read.
+        """
+        bad = _invalid(c.TOOL_GET_OBJECTIVE, [_text_problem("task_id", task_id), _text_problem("agent_id", agent_id)])
+        if bad is not None:
+            return bad
+        call = current_call()
+        call.set_attributes({c.OBJECTIVE_TASK_ID: task_id, c.GEN_AI_AGENT_ID: agent_id})
+        with self.store.transaction() as conn:
+            row = conn.execute(_CURRENT, (task_id,)).fetchone()
+            if row is None:
+                return self._not_found(task_id)
+            held = conn.execute(
+                "SELECT version, seq FROM objective_holders WHERE task_id = ? AND agent_id = ?", (task_id, agent_id)
+            ).fetchone()
+            conn.execute(
+                "INSERT INTO objective_holders (task_id, agent_id, version, seq, read_at) VALUES (?, ?, ?, ?, ?) "
+                "ON CONFLICT (task_id, agent_id) DO UPDATE SET version = excluded.version, seq = excluded.seq, "
+                "read_at = excluded.read_at",
+                (task_id, agent_id, row["version"], row["seq"], self._now()),
+            )
+        stale = held is not None and int(held["seq"]) < int(row["seq"])
+        call.set_attribute(c.OBJECTIVE_VERSION, row["version"])
+        fields: dict[str, Any] = {
+            "objective": row["text"],
+            "version": row["version"],
+            "as_of": row["published_at"],
+            "superseded": stale,
+            "refresh_required": stale,
+        }
+        if stale:
+            fields["previous_version"] = held["version"]
+        return success(**fields)
+
+    @instrument_tool(name=c.TOOL_SUPERSEDE_OBJECTIVE, kind=c.KIND_WRITE, readback=_version_readback)
+    def supersede_objective(self, task_id: str, text: str, reason: str) -> dict[str, Any]:
+        """Replace a task's objective; returns the new ``version`` and ``holders``: every agent
+        holding an older version (``[{"agent_id", "version"}]``), the correction fan-out list."""
+        bad = _invalid(
+            c.TOOL_SUPERSEDE_OBJECTIVE,
+            [_text_problem("task_id", task_id), _text_problem("text", text), _text_problem("reason", reason)],
+        )
+        if bad is not None:
+            return bad
+        call = current_call()
+        call.set_attribute(c.OBJECTIVE_TASK_ID, task_id)
+        with self.store.transaction() as conn:
+            row = conn.execute(_CURRENT, (task_id,)).fetchone()
+            if row is None:
+                return self._not_found(task_id)
+            version, now, seq = self._token(), self._now(), int(row["seq"]) + 1
+            conn.execute(
+                "UPDATE objective_versions SET superseded_at = ? WHERE task_id = ? AND seq = ?",
+                (now, task_id, row["seq"]),
+            )
+            conn.execute(
+                "INSERT INTO objective_versions (task_id, seq, version, text, reason, published_at) "
+                "VALUES (?, ?, ?, ?, ?, ?)",
+                (task_id, seq, version, text, reason, now),
+            )
+            holders = [
+                {"agent_id": h["agent_id"], "version": h["version"]}
+                for h in conn.execute(
+                    "SELECT agent_id, version FROM objective_holders WHERE task_id = ? AND seq < ? ORDER BY agent_id",
+                    (task_id, seq),
+                )
+            ]
+        call.set_attributes(
+            {
+                c.OBJECTIVE_VERSION: version,
+                c.OBJECTIVE_PREVIOUS_VERSION: row["version"],
+                c.OBJECTIVE_STALE_HOLDERS: len(holders),
+            }
+        )
+        return success(task_id=task_id, version=version, previous_version=row["version"], as_of=now, holders=holders)
+
+    # --- the send check --------------------------------------------------------------------
+
+    def admit_send(self, task_id: str, version: Any, *, agent_id: str | None, tool: str) -> dict[str, Any] | None:
+        """Check ``version`` against ``task_id``'s current one and record the verdict, atomically.
+
+        Returns None when the send may go ahead (an accepted row is committed first), or the
+        refusal envelope: ``stale_policy`` for a superseded version, ``invalid_argument`` for a
+        token that was never a version of this task, ``not_found`` when nothing is published.
+        Puts ``objective.task_id``, ``policy.version`` and ``policy.version.current`` on the
+        current span. :func:`guarded_send` calls it; call it yourself for a custom send tool.
+        """
+        call = current_call()
+        call.set_attributes({c.OBJECTIVE_TASK_ID: task_id, c.POLICY_VERSION: version if isinstance(version, str) else None})
+        if not isinstance(version, str) or not version:
+            with self.store.read() as conn:
+                row = conn.execute(_CURRENT, (task_id,)).fetchone()
+            return refusal(
+                c.OUTCOME_INVALID_ARGUMENT,
+                f"policy_version must be the version string get_objective({task_id!r}, agent_id) returned, "
+                f"got {version!r}",
+                retry=True,
+                **self._policy_fields(task_id, row),
+            )
+        with self.store.transaction() as conn:
+            row = conn.execute(_CURRENT, (task_id,)).fetchone()
+            if row is None:
+                return self._not_found(task_id)
+            call.set_attribute(c.POLICY_CURRENT_VERSION, row["version"])
+            accepted = version == row["version"]
+            conn.execute(
+                "INSERT INTO objective_sends (task_id, version, current_version, agent_id, tool, accepted, checked_at) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (task_id, version, row["version"], agent_id, tool, int(accepted), self._now()),
+            )
+            if accepted:
+                return None
+            known = conn.execute(
+                "SELECT superseded_at FROM objective_versions WHERE task_id = ? AND version = ?", (task_id, version)
+            ).fetchone()
+        if known is None:
+            return refusal(
+                c.OUTCOME_INVALID_ARGUMENT,
+                f"policy_version {version!r} was never a version of {task_id!r}; pass the version "
+                f"get_objective returned (current: {row['version']!r})",
+                retry=True,
+                **self._policy_fields(task_id, row),
+            )
+        return refusal(
+            c.OUTCOME_STALE_POLICY,
+            f"policy {task_id!r} version {version!r} was superseded at {known['superseded_at']}; "
+            f"re-read it with get_objective, redraft against version {row['version']!r}, and send again",
+            retry=True,
+            **self._policy_fields(task_id, row),
+        )
+
+    @staticmethod
+    def _policy_fields(task_id: str, row: Any) -> dict[str, Any]:
+        if row is None:
+            return {"task_id": task_id}
+        return {
+            "task_id": task_id,
+            "current_version": row["version"],
+            "current_policy": row["text"],
+            "as_of": row["published_at"],
+        }
+
+    # --- operator reads --------------------------------------------------------------------
+
+    def holders(self, task_id: str) -> list[dict[str, Any]]:
+        """Every agent that read ``task_id``'s objective and the version it last read."""
+        with self.store.read() as conn:
+            rows = conn.execute(
+                "SELECT agent_id, version, read_at FROM objective_holders WHERE task_id = ? ORDER BY agent_id",
+                (task_id,),
+            ).fetchall()
+        return [dict(r) for r in rows]
+
+    def sends(self, task_id: str) -> list[dict[str, Any]]:
+        """The send log of ``task_id``'s policy, in check order: each verdict the guard gave."""
+        with self.store.read() as conn:
+            rows = conn.execute(
+                "SELECT id, version, current_version, agent_id, tool, accepted, checked_at FROM objective_sends "
+                "WHERE task_id = ? ORDER BY id",
+                (task_id,),
+            ).fetchall()
+        return [{**dict(r), "accepted": bool(r["accepted"])} for r in rows]
+
+
+def guarded_send(
+    objectives: Objectives,
+    *,
+    policy_task_id: str,
+    name: str | None = None,
+    agent_parameter: str = "agent_id",
+    readback: ReadbackFn | None = None,
+    outcome: OutcomeFn | None = None,
+    outcomes: Iterable[str] = (),
+    record_arguments: Iterable[str] = (),
+) -> Callable[[Callable[P, R]], Callable[P, R | dict[str, Any]]]:
+    """Make a send tool refuse a superseded policy, and instrument it (``kind="send"``).
+
+    The tool must take a required ``policy_version`` parameter. Before its body runs,
+    :meth:`Objectives.admit_send` checks that version against ``policy_task_id``'s current one;
+    a refusal envelope is returned instead of calling the body. The calling agent is the
+    ``agent_parameter`` argument when the tool has one, else the :func:`telemetry.agent` block.
+    The other options are :func:`telemetry.instrument_tool`'s. Use it instead of
+    ``@instrument_tool``, not with it::
+
+        @guarded_send(objectives, policy_task_id="refund-policy")
+        def send_customer_message(ticket_id: str, body: str, policy_version: str) -> dict: ...
+    """
+    if not isinstance(objectives, Objectives):
+        raise ConfigurationError(f"guarded_send needs an Objectives instance, got {objectives!r}")
+    if not isinstance(policy_task_id, str) or not policy_task_id:
+        raise ConfigurationError(f"guarded_send needs policy_task_id, the policy's task id; got {policy_task_id!r}")
+
+    def decorate(func: Callable[P, R]) -> Callable[P, R | dict[str, Any]]:
+        label = getattr(func, "__name__", repr(func))
+        if hasattr(func, SPEC_ATTRIBUTE):
+            raise ConfigurationError(
+                f"{label!r} is already instrumented; remove @instrument_tool and pass its options to guarded_send"
+            )
+        if inspect.isgeneratorfunction(func) or inspect.isasyncgenfunction(func):
+            raise ConfigurationError(f"guarded_send wraps functions and coroutines, not generators ({label!r})")
+        signature = inspect.signature(func)
+        param = signature.parameters.get(POLICY_VERSION_PARAMETER)
+        if param is None or param.default is not inspect.Parameter.empty:
+            raise ConfigurationError(
+                f"{label}{signature} must take a required {POLICY_VERSION_PARAMETER!r} parameter (no default): "
+                f"a default version would reintroduce the stale send this guard refuses"
+            )
+        tool = name or label
+        has_agent = agent_parameter in signature.parameters
+
+        def admit(args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any] | None:
+            bound = signature.bind(*args, **kwargs)
+            agent_id = bound.arguments.get(agent_parameter) if has_agent else None
+            if isinstance(agent_id, str):
+                current_call().set_attribute(c.GEN_AI_AGENT_ID, agent_id)
+            else:
+                ctx = current_agent()
+                agent_id = ctx.agent_id if ctx is not None else None
+            version = bound.arguments[POLICY_VERSION_PARAMETER]
+            return objectives.admit_send(policy_task_id, version, agent_id=agent_id, tool=tool)
+
+        guarded: Callable[..., Any]
+        if inspect.iscoroutinefunction(func):
+            async_func: Callable[..., Awaitable[Any]] = func
+
+            @functools.wraps(func)
+            async def guarded_async(*args: Any, **kwargs: Any) -> Any:
+                verdict = await asyncio.to_thread(admit, args, kwargs)
+                return verdict if verdict is not None else await async_func(*args, **kwargs)
+
+            guarded = guarded_async
+        else:
+
+            @functools.wraps(func)
+            def guarded_sync(*args: Any, **kwargs: Any) -> Any:
+                verdict = admit(args, kwargs)
+                return verdict if verdict is not None else func(*args, **kwargs)
+
+            guarded = guarded_sync
+        instrument = instrument_tool(
+            name=tool, kind=c.KIND_SEND, readback=readback, outcome=outcome, outcomes=outcomes,
+            record_arguments=record_arguments,
+        )
+        return cast("Callable[P, R | dict[str, Any]]", instrument(guarded))
+
+    return decorate
