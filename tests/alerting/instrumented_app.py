@@ -1,0 +1,118 @@
+"""An instrumented process for the end-to-end alerting test: real tools, real /metrics.
+
+Run as ``python instrumented_app.py --traces-dir DIR --seconds N``. It configures the package
+with a free metrics port on 127.0.0.1, prints one JSON line ``{"metrics_url": ...}`` and then
+calls its tools in a loop until SIGTERM or N seconds, whichever comes first:
+
+- ``read_state`` and ``write_state`` are all good (outcome ok, read-back not_applicable/match);
+  the test checks that no alert ever names them;
+- ``set_price`` returns ``{"ok": False, "error": "postcondition_failed"}``: a 200 with a bad
+  outcome, what ToolBadOutcomeSuccess pages on;
+- ``update_record``'s read-back mismatches on every other call;
+- ``claim_row`` is refused as a stale version, ``send_update`` as a stale policy (a stale send),
+  ``delegate_task`` waives a constraint, ``charge_card`` answers from its idempotency store.
+
+Together they give every dashboard panel data.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import signal
+import sys
+import time
+from typing import Any
+
+import telemetry
+from telemetry import conventions as c
+
+_stop = False
+
+
+def _on_term(signum: int, frame: Any) -> None:
+    global _stop
+    _stop = True
+
+
+@telemetry.instrument_tool(kind="read")
+def read_state(key: str) -> dict[str, Any]:
+    return {"ok": True, "value": f"value of {key}"}
+
+
+_store: dict[str, str] = {}
+
+
+@telemetry.instrument_tool(kind="write", readback=lambda call, result: _store.get(call.arguments["key"]) == call.arguments["value"])
+def write_state(key: str, value: str) -> dict[str, Any]:
+    _store[key] = value
+    return {"ok": True}
+
+
+@telemetry.instrument_tool(kind="write")
+def set_price(sku: str, price: float) -> dict[str, Any]:
+    return {"ok": False, "error": c.OUTCOME_POSTCONDITION_FAILED}
+
+
+_flip = {"n": 0}
+
+
+def _every_other(call: Any, result: Any) -> bool:
+    _flip["n"] += 1
+    return _flip["n"] % 2 == 0
+
+
+@telemetry.instrument_tool(kind="write", readback=_every_other)
+def update_record(key: str) -> dict[str, Any]:
+    return {"ok": True}
+
+
+@telemetry.instrument_tool(kind="write")
+def claim_row(row: int) -> dict[str, Any]:
+    return {"ok": False, "error": c.OUTCOME_REJECTED_STALE_VERSION}
+
+
+@telemetry.instrument_tool(kind="send")
+def send_update(text: str) -> dict[str, Any]:
+    return {"ok": False, "error": c.OUTCOME_STALE_POLICY}
+
+
+@telemetry.instrument_tool(kind="delegate")
+def delegate_task(task: str) -> dict[str, Any]:
+    telemetry.current_call().add_waivers(1)
+    return {"ok": True}
+
+
+@telemetry.instrument_tool(kind="write", idempotent=True)
+def charge_card(key: str) -> dict[str, Any]:
+    telemetry.current_call().mark_replayed()
+    return {"ok": True}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--traces-dir", required=True)
+    parser.add_argument("--seconds", type=float, default=120.0, help="stop after this long at most")
+    parser.add_argument("--interval", type=float, default=0.05, help="pause between rounds of calls")
+    args = parser.parse_args()
+    signal.signal(signal.SIGTERM, _on_term)
+    deadline = time.monotonic() + args.seconds
+    with telemetry.configure(service_name="alerting-e2e", traces_dir=args.traces_dir, metrics_port=0) as rt:
+        print(json.dumps({"metrics_url": rt.metrics_url}), flush=True)
+        n = 0
+        while not _stop and time.monotonic() < deadline:
+            n += 1
+            read_state("plan")
+            write_state("plan", f"v{n}")
+            set_price("sku-1", 9.99)
+            update_record("row-1")
+            claim_row(n)
+            send_update("status")
+            delegate_task("review")
+            charge_card("key-1")
+            time.sleep(args.interval)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

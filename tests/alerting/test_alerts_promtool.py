@@ -1,0 +1,115 @@
+"""The shipped rules pass promtool, their unit tests pass, and the unit tests cover every alert."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+from telemetry import conventions as c
+from telemetry.resources import data_dir, data_file
+
+import shipped
+
+TIMEOUT = 120
+
+
+def run(cmd: list[str], cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=TIMEOUT)
+
+
+def test_promtool_check_rules_passes(promtool: str) -> None:
+    """`promtool check rules` accepts every shipped rule file."""
+    files = shipped.rule_files()
+    assert files, f"no {shipped.RULES_GLOB} in {data_dir('alerts')}"
+    result = run([promtool, "check", "rules", *map(str, files)])
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_promtool_unit_tests_pass(promtool: str) -> None:
+    """`promtool test rules` passes every shipped unit-test file."""
+    files = shipped.unit_test_files()
+    assert files
+    result = run([promtool, "test", "rules", *map(str, files)])
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.stdout.count("SUCCESS") == len(files), result.stdout
+
+
+def test_unit_tests_fail_when_the_page_is_broken(promtool: str, tmp_path: Path) -> None:
+    """The unit tests can fail: with the bad-outcome alert neutered they report the miss."""
+    rules = yaml.safe_load(shipped.rule_files()[0].read_text())
+    for group in rules["groups"]:
+        for rule in group["rules"]:
+            if rule.get("alert") == c.ALERT_BAD_OUTCOME_SUCCESS:
+                rule["expr"] = "vector(0) > 1"
+    (tmp_path / shipped.rule_files()[0].name).write_text(yaml.safe_dump(rules))
+    (tmp_path / "tests").mkdir()
+    test_file = data_dir("alerts") / "tests" / "bad_outcome_success.yml"
+    shutil.copy(test_file, tmp_path / "tests" / test_file.name)
+    result = run([promtool, "test", "rules", str(tmp_path / "tests" / test_file.name)])
+    assert result.returncode != 0 and c.ALERT_BAD_OUTCOME_SUCCESS in result.stdout + result.stderr
+
+
+def _alert_tests() -> list[tuple[str, str, bool]]:
+    """(file name, alert name, expects it firing) for every alert_rule_test case."""
+    cases = []
+    for path in shipped.unit_test_files():
+        for test in yaml.safe_load(path.read_text())["tests"]:
+            for case in test.get("alert_rule_test", []):
+                cases.append((path.name, case["alertname"], bool(case.get("exp_alerts"))))
+    return cases
+
+
+def test_every_alert_has_a_firing_and_a_quiet_unit_test() -> None:
+    """Each alert has a unit test where it fires and one where it must not."""
+    cases = _alert_tests()
+    for alert in c.ALERTS:
+        assert (alert, True) in {(a, f) for _, a, f in cases}, f"no unit test where {alert} fires"
+        assert (alert, False) in {(a, f) for _, a, f in cases}, f"no unit test where {alert} must stay quiet"
+
+
+def test_all_green_unit_test_checks_every_alert() -> None:
+    """all_green.yml (no bad outcomes, with and without counter resets) checks every alert."""
+    green = {a for name, a, fires in _alert_tests() if name == "all_green.yml" and not fires}
+    assert green == set(c.ALERTS)
+    assert not [a for name, a, fires in _alert_tests() if name == "all_green.yml" and fires]
+
+
+def test_alerts_carry_severity_summary_and_a_forensics_question() -> None:
+    """Every alert has a severity, a summary, and a description naming a real forensics question."""
+    questions = {path.stem for path in data_dir("queries").glob("*.sql")} | {"report"}
+    docs = shipped.DOCS.read_text()
+    for rule in shipped.alert_rules():
+        name = rule["alert"]
+        assert rule["labels"][c.LABEL_SEVERITY] in (c.SEVERITY_CRITICAL, c.SEVERITY_WARNING), name
+        notes = rule["annotations"]
+        assert notes["summary"] and notes["description"], name
+        match = re.fullmatch(r"outcome-telemetry forensics (\w+) PATHS", notes["forensics"])
+        assert match and match.group(1) in questions, f"{name}: unknown forensics question {notes['forensics']!r}"
+        assert notes["forensics"] in notes["description"], f"{name}: description does not say what to run first"
+        anchor = notes["runbook"].split("#", 1)[1]
+        assert f"\n### {name}\n" in docs and anchor == name.lower(), f"{name}: no runbook section in docs/alerts.md"
+
+
+def test_example_prometheus_config_is_valid(promtool: str, tmp_path: Path) -> None:
+    """`promtool check config` accepts the example config with the shipped rules beside it."""
+    config = tmp_path / "prometheus.yml"
+    shutil.copy(data_file("alerts", "prometheus.example.yml"), config)
+    (tmp_path / "outcome-telemetry").mkdir()
+    for path in shipped.rule_files():
+        shutil.copy(path, tmp_path / "outcome-telemetry" / path.name)
+    result = run([promtool, "check", "config", str(config)])
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "SUCCESS: 1 rule files found" in result.stdout, result.stdout
+
+
+@pytest.mark.parametrize("path", shipped.unit_test_files(), ids=lambda p: p.name)
+def test_unit_test_files_load_the_shipped_rules(path: Path) -> None:
+    """Each unit-test file tests the shipped rule file itself, not a copy."""
+    loaded = yaml.safe_load(path.read_text())
+    targets = {(path.parent / name).resolve() for name in loaded["rule_files"]}
+    assert targets == {p.resolve() for p in shipped.rule_files()}
