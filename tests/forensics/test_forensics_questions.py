@@ -1,0 +1,194 @@
+"""Every forensics question finds exactly the planted incidents, on JSON lines and on Parquet."""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+from typing import Any, Iterator
+
+import pytest
+
+from telemetry import conventions as c
+from telemetry.forensics import QUESTION_NAMES, Forensics, ingest, open_traces
+
+from forensics_builder import T0_S
+from forensics_incidents import planted, span_id, trace_id
+
+B = planted()
+
+
+@pytest.fixture(scope="module", params=["jsonl", "parquet"])
+def traces(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Forensics]:
+    base = tmp_path_factory.mktemp(f"planted-{request.param}")
+    # Small lines so the incidents spread over several TracesData objects and two files.
+    half = len(B.spans) // 2
+    from forensics_builder import TraceBuilder
+    TraceBuilder(B.spans[:half]).write(base / "json" / "a.jsonl", per_line=5)
+    TraceBuilder(B.spans[half:]).write(base / "json" / "sub" / "b.jsonl", per_line=7)
+    source: Path = base / "json"
+    if request.param == "parquet":
+        ingest([source], base / "parquet")
+        source = base / "parquet"
+    with open_traces([source]) as opened:
+        assert opened.load_report.spans == len(B.spans)
+        yield opened
+
+
+def project(rows: list[dict[str, Any]], *columns: str) -> set[tuple[Any, ...]]:
+    return {tuple(r[col] for col in columns) for r in rows}
+
+
+def test_divergent_reads_finds_the_stale_writer_and_the_fresh_one(traces: Forensics) -> None:
+    """divergent_reads: one row per write after a divergent read, with the stale side and outcome."""
+    rows = traces.run("divergent_reads")
+    assert len(rows) == 3
+    assert project(rows, "run_id", "state_key", "writer_agent", "writer_version", "other_agent",
+                   "other_version", "version_at_write", "stale_side", "write_outcome", "lost_update") == {
+        ("r-div", "invoice/42", "planner", "v3", "billing", "v4", "v4", "writer", c.OUTCOME_REJECTED_STALE_VERSION, False),
+        ("r-div", "invoice/42", "billing", "v4", "planner", "v3", "v4", "other", c.OUTCOME_OK, False),
+        ("r-split", "acct/1", "planner", "v1", "billing", "v2", "v2", "writer", c.OUTCOME_OK, True),
+    }
+    assert rows[0]["lost_update"] is True  # worst first
+    assert rows[0]["write_span_id"] == span_id(B, "r-split", 65)
+
+
+def test_lost_updates_finds_same_baseline_and_stale_baseline_writes(traces: Forensics) -> None:
+    """lost_updates: both unguarded stories show a same-baseline pair and a stale-baseline write."""
+    rows = traces.run("lost_updates")
+    assert project(rows, "kind", "state_key", "baseline_version", "newer_version", "agent_id", "span_id") == {
+        ("same_baseline", "acct/1", "v1", "v2", "planner", span_id(B, "r-split", 65)),
+        ("stale_baseline", "acct/1", "v1", "v2", "planner", span_id(B, "r-split", 65)),
+        ("same_baseline", "cart/9", "v7", "v8", "planner", span_id(B, "r-legacy", 124)),
+        ("stale_baseline", "cart/9", "v7", "v8", "planner", span_id(B, "r-legacy", 124)),
+    }
+    assert len(rows) == 4
+    earlier = {r["earlier_span_id"] for r in rows if r["kind"] == "same_baseline"}
+    assert earlier == {span_id(B, "r-split", 63), span_id(B, "r-legacy", 123)}
+
+
+def test_constraint_loss_by_hop_names_the_hop_and_agent_that_dropped_each_constraint(traces: Forensics) -> None:
+    """constraint_loss_by_hop: C3 last seen at hop 2, C1 at hop 3, legacy C9 at hop 0; refusals ignored."""
+    rows = traces.run("constraint_loss_by_hop")
+    assert len(rows) == 3
+    assert project(rows, "run_id", "root_task_id", "constraint_id", "last_hop_carried", "dropped_at_hop",
+                   "dropped_task_id", "dropped_by_agent", "parent_task_id") == {
+        ("r-del", "T1", "C3", 2, 3, "T1.1.1.1", "writer", "T1.1.1"),
+        ("r-del", "T1", "C1", 3, 4, "T1.1.1.1.1", "reviewer", "T1.1.1.1"),
+        (trace_id(B, "r-del2"), "R2", "C9", 0, 1, "R2.1", "planner", "R2"),
+    }
+
+
+def test_waivers_by_hop_lists_each_waiver_with_its_reason(traces: Forensics) -> None:
+    """waivers_by_hop: the one waiver, with reason, hop, task and agent."""
+    rows = traces.run("waivers_by_hop")
+    assert project(rows, "run_id", "root_task_id", "hop", "task_id", "origin_task_id", "agent_id",
+                   "constraint_id", "reason") == {
+        ("r-del", "T1", 2, "T1.1.1", "T1.1", "researcher", "C2", "customer approved by phone"),
+    }
+    assert len(rows) == 1
+
+
+def test_bad_outcome_successes_groups_transport_ok_outcome_not_ok_by_tool(traces: Forensics) -> None:
+    """bad_outcome_successes: every transport-ok, outcome-not-ok group with its count; transport errors excluded."""
+    rows = traces.run("bad_outcome_successes")
+    assert project(rows, "tool_name", "outcome", "spans") == {
+        ("write_state", c.OUTCOME_REJECTED_STALE_VERSION, 6),
+        ("delegate", c.OUTCOME_CONSTRAINT_MISSING, 1),
+        ("update_price", c.OUTCOME_READBACK_MISMATCH, 1),
+        ("send_email", c.OUTCOME_STALE_POLICY, 1),
+        ("send_refund", c.OUTCOME_DUPLICATE_REQUEST, 1),
+        ("commit_plan", c.OUTCOME_POSTCONDITION_FAILED, 1),
+        ("commit_plan", c.OUTCOME_PLAN_EXPIRED, 1),
+        ("commit_plan", c.OUTCOME_PLAN_BINDING_MOVED, 1),
+    }
+    assert len(rows) == 8
+    top = rows[0]
+    assert top["spans"] == 6 and top["runs"] == 2
+    assert set(top["example_trace_ids"]) == {trace_id(B, "r-div"), trace_id(B, "r-cont")}
+
+
+def test_readback_mismatches_finds_the_one_mismatch(traces: Forensics) -> None:
+    """readback_mismatches: the mismatching write only, not the matching one."""
+    rows = traces.run("readback_mismatches")
+    assert project(rows, "run_id", "tool_name", "state_key", "transport", "span_id") == {
+        ("r-rb", "update_price", "price/sku-77", c.TRANSPORT_OK, span_id(B, "r-rb", 241)),
+    }
+
+
+def test_stale_sends_finds_the_refused_and_the_accepted_stale_send(traces: Forensics) -> None:
+    """stale_sends: refused against a checked current version, and sent on a superseded one."""
+    rows = traces.run("stale_sends")
+    assert project(rows, "verdict", "agent_id", "policy_task_id", "used_version", "current_version", "span_id") == {
+        ("refused", "reviewer", "refunds-policy", "v1", "v2", span_id(B, "r-obj", 312)),
+        ("sent_stale", "writer", "refunds-policy", "v1", "v2", span_id(B, "r-obj", 313)),
+    }
+    assert len(rows) == 2
+
+
+def test_stale_holders_finds_agents_acting_on_a_superseded_objective(traces: Forensics) -> None:
+    """stale_holders: writer (two stale actions) and reviewer (one); billing refreshed, writer's early send was current."""
+    rows = traces.run("stale_holders")
+    assert project(rows, "run_id", "agent_id", "objective_task_id", "held_version", "current_version",
+                   "stale_actions", "first_stale_tool", "span_id") == {
+        ("r-obj", "writer", "refunds-policy", "v1", "v2", 2, "send_email", span_id(B, "r-obj", 313)),
+        ("r-obj", "reviewer", "refunds-policy", "v1", "v2", 1, "send_email", span_id(B, "r-obj", 312)),
+    }
+    assert len(rows) == 2
+
+
+def test_idempotency_conflicts_finds_refused_accepted_and_replayed_reuse(traces: Forensics) -> None:
+    """idempotency_conflicts: one row of each kind, each against the original payload."""
+    rows = traces.run("idempotency_conflicts")
+    assert project(rows, "kind", "idempotency_key_hash", "payload_hash", "original_payload_hash", "span_id") == {
+        ("conflict_refused", "k1", "p2", "p1", span_id(B, "r-idem", 363)),
+        ("conflict_accepted", "k2", "p4", "p3", span_id(B, "r-idem", 365)),
+        ("replay", "k1", "p1", "p1", span_id(B, "r-idem", 362)),
+    }
+    assert len(rows) == 3
+
+
+def test_plan_violations_finds_refused_commits_and_the_out_of_target_change(traces: Forensics) -> None:
+    """plan_violations: the three refusals and the accepted commit that changed objects outside its target."""
+    rows = traces.run("plan_violations")
+    assert project(rows, "violation", "plan_id") == {
+        (c.OUTCOME_POSTCONDITION_FAILED, "p-1"), (c.OUTCOME_PLAN_EXPIRED, "p-2"),
+        (c.OUTCOME_PLAN_BINDING_MOVED, "p-3"), ("changed_outside_target", "p-4"),
+    }
+    assert len(rows) == 4
+    moved = [r for r in rows if r["plan_id"] == "p-3"][0]
+    assert moved["binding_moved"] == "collection"
+    outside = [r for r in rows if r["plan_id"] == "p-4"][0]
+    assert (outside["objects_matched"], outside["changed_count"], outside["outside_target_changed_count"]) == (40, 1200, 1160)
+
+
+def test_contention_counts_rejections_per_key_and_minute(traces: Forensics) -> None:
+    """contention: per-minute writes and rejections per key, with the change against the previous bucket."""
+    rows = traces.run("contention")
+    minute = lambda m: dt.datetime.fromtimestamp(T0_S + 60 * m, dt.timezone.utc).replace(tzinfo=None)  # noqa: E731
+    assert project(rows, "state_key", "bucket_start", "writes", "rejected", "rejected_change") == {
+        ("queue/head", minute(9), 3, 3, 1),
+        ("queue/head", minute(8), 4, 2, None),
+        ("invoice/42", minute(0), 2, 1, None),
+    }
+    assert rows[0]["state_key"] == "queue/head" and rows[0]["rejected"] == 3
+
+
+def test_report_counts_every_question_and_points_to_the_detail_command(traces: Forensics) -> None:
+    """report(): one section per question with its row count; text names the command for detail."""
+    report = traces.report()
+    counts = {s.question.name: s.count for s in report.sections}
+    assert list(counts) == list(QUESTION_NAMES)
+    assert counts == {"bad_outcome_successes": 8, "divergent_reads": 3, "lost_updates": 4,
+                      "constraint_loss_by_hop": 3, "waivers_by_hop": 1, "readback_mismatches": 1,
+                      "stale_sends": 2, "stale_holders": 2, "idempotency_conflicts": 3,
+                      "plan_violations": 4, "contention": 3}
+    assert report.findings == sum(counts.values()) - counts["waivers_by_hop"]
+    text = report.render("table")
+    assert "outcome-telemetry forensics constraint_loss_by_hop" in text
+    assert "C3" in text
+
+
+def test_relation_returns_a_duckdb_relation_for_further_sql(traces: Forensics) -> None:
+    """relation(): a lazy DuckDB relation that can be filtered further."""
+    rel = traces.relation("constraint_loss_by_hop")
+    assert rel.filter("constraint_id = 'C3'").aggregate("count(*)").fetchall() == [(1,)]
