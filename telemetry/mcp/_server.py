@@ -20,7 +20,8 @@ ours the tool's triad. Only ours counts in the metrics, and a tool is never inst
 
 from __future__ import annotations
 
-import gc
+import inspect
+import sys
 import warnings
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, TypeVar, cast
@@ -149,31 +150,31 @@ def _registered_tools(server: MCPServer) -> list[Any]:
     return list(list_tools())
 
 
-def _wrappers_of(functions: list[Callable[..., Any]]) -> dict[int, Callable[..., Any]]:
-    """Instrumented wrappers of ``functions`` that exist elsewhere (the wrong decorator order).
+def _stray_wrapper(fn: Any) -> Callable[..., Any] | None:
+    """The instrumented wrapper of ``fn`` that its own module binds ``fn``'s name to, if any.
 
-    ``@instrument_tool`` above ``@server.tool()`` leaves a wrapper whose ``__wrapped__`` is the
-    registered function; the garbage collector's referrer lists find it. One heap pass for all
-    functions (two when any is found), at set-up time only.
+    That is the mark of the wrong decorator order: ``@instrument_tool`` above ``@server.tool()``
+    registers the bare function while the module's name for it holds the wrapper. Found by
+    walking ``__module__``/``__qualname__`` (module-level functions and class attributes);
+    functions defined inside other functions cannot be looked up this way.
     """
-    if not functions:
-        return {}
-    wanted = {id(f) for f in functions}
-    dicts = [
-        ref
-        for ref in gc.get_referrers(*functions)
-        if isinstance(ref, dict)
-        and id(ref.get("__wrapped__")) in wanted
-        and isinstance(ref.get(SPEC_ATTRIBUTE), ToolSpec)
-    ]
-    if not dicts:
-        return {}
-    found: dict[int, Callable[..., Any]] = {}
-    for owner in gc.get_referrers(*dicts):
-        owner_dict = getattr(owner, "__dict__", None)
-        if callable(owner) and any(owner_dict is d for d in dicts):
-            found[id(owner_dict["__wrapped__"])] = owner  # type: ignore[index]
-    return found
+    func = getattr(fn, "__func__", fn)
+    module = sys.modules.get(getattr(func, "__module__", None) or "")
+    qualname = getattr(func, "__qualname__", "")
+    if module is None or not qualname or "<locals>" in qualname:
+        return None
+    target: Any = module
+    for part in qualname.split("."):
+        target = inspect.getattr_static(target, part, None)
+        if target is None:
+            return None
+    target = getattr(target, "__func__", target)  # staticmethod/classmethod objects
+    if isinstance(getattr(target, SPEC_ATTRIBUTE, None), ToolSpec) and getattr(target, "__wrapped__", None) is func:
+        if func is not fn:  # a bound method was registered: bind the wrapper the same way
+            bound: Callable[..., Any] = target.__get__(fn.__self__)
+            return bound
+        return cast(Callable[..., Any], target)
+    return None
 
 
 def _instrument_bare(record: Any, options: Mapping[str, Any]) -> Callable[..., Any]:
@@ -220,12 +221,11 @@ def instrument_server(server: MCPServer, options: Mapping[str, Mapping[str, Any]
             f"instrument_server: options name tools {missing} that the server does not have; "
             f"its tools are {sorted(r.name for r in records)}"
         )
-    bare = [r.fn for r in records if not hasattr(r.fn, SPEC_ATTRIBUTE)]
-    stray = _wrappers_of(bare)
     wrapped: list[str] = []
     for record in records:
         spec: ToolSpec | None = getattr(record.fn, SPEC_ATTRIBUTE, None)
-        if spec is None and id(record.fn) in stray:
+        stray = _stray_wrapper(record.fn) if spec is None else None
+        if stray is not None:
             warnings.warn(
                 f"MCP tool {record.name!r} was registered before it was instrumented (@instrument_tool is "
                 f"above @server.tool()), so the server called the bare function; instrument_server put the "
@@ -233,8 +233,13 @@ def instrument_server(server: MCPServer, options: Mapping[str, Mapping[str, Any]
                 f"telemetry.mcp.tool(server, ...).",
                 stacklevel=2,
             )
-            record.fn = stray[id(record.fn)]
-            spec = getattr(record.fn, SPEC_ATTRIBUTE)
+            if record.name in options:
+                raise ConfigurationError(
+                    f"instrument_server: tool {record.name!r} is already instrumented by @instrument_tool "
+                    f"(above @server.tool()); swap the decorators and give its options there"
+                )
+            record.fn = stray
+            spec = getattr(stray, SPEC_ATTRIBUTE)
         elif spec is None:
             record.fn = _instrument_bare(record, options.get(record.name, {}))
             spec = getattr(record.fn, SPEC_ATTRIBUTE)
