@@ -1,0 +1,196 @@
+"""End to end on loopback: an instrumented process, a real Prometheus with the shipped rules, its HTTP API.
+
+The instrumented process (``instrumented_app.py``) uses the real package and serves /metrics on a
+free 127.0.0.1 port; Prometheus (Debian's ``prometheus``) scrapes it every second and evaluates
+the shipped rule file, unchanged, every second. Both processes are stopped in ``finally`` and
+every wait has a deadline.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import select
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.parse
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from telemetry import conventions as c
+
+import shipped
+
+APP = Path(__file__).with_name("instrumented_app.py")
+DEADLINE = 90.0
+"""Seconds the whole scenario may take before the test fails."""
+GOOD_TOOLS = {"read_state", "write_state", "charge_card"}
+BAD_TOOL = "set_price"
+EXPECTED_ALERTS = {
+    (c.ALERT_BAD_OUTCOME_SUCCESS, BAD_TOOL),
+    (c.ALERT_READBACK_MISMATCH, "update_record"),
+    (c.ALERT_REJECTED_WRITES_HIGH, "claim_row"),
+    (c.ALERT_STALE_SENDS, "send_update"),
+    (c.ALERT_CONSTRAINT_WAIVER_SPIKE, "delegate_task"),
+    (c.ALERT_INTENT_BUDGET_BURN_FAST, BAD_TOOL),
+}
+"""(alert, tool) pairs the app's misbehaving tools must drive to pending or firing."""
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def stop(proc: subprocess.Popen[Any]) -> None:
+    """Stop a child we started: SIGTERM, then SIGKILL after 10 s."""
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=10)
+
+
+@contextmanager
+def instrumented_app(traces_dir: Path) -> Iterator[tuple[subprocess.Popen[str], str]]:
+    """Start the instrumented process; yield it and its host:port once /metrics is up."""
+    proc = subprocess.Popen(
+        [sys.executable, str(APP), "--traces-dir", str(traces_dir), "--seconds", str(DEADLINE + 30)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        ready, _, _ = select.select([proc.stdout], [], [], 30)
+        assert ready and proc.stdout is not None, "the instrumented app printed nothing within 30 s"
+        line = proc.stdout.readline()
+        assert line, f"the instrumented app exited: {proc.stderr.read() if proc.stderr else ''}"
+        url = urllib.parse.urlsplit(json.loads(line)["metrics_url"])
+        yield proc, url.netloc
+    finally:
+        stop(proc)
+
+
+@contextmanager
+def prometheus(binary: str, workdir: Path, target: str) -> Iterator[str]:
+    """Start Prometheus scraping ``target`` with the shipped rules; yield its base URL when ready."""
+    port = free_port()
+    config = {
+        "global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
+        "rule_files": [str(path) for path in shipped.rule_files()],
+        "scrape_configs": [{"job_name": "outcome-telemetry", "static_configs": [{"targets": [target]}]}],
+    }
+    (workdir / "prometheus.yml").write_text(yaml.safe_dump(config))
+    log = (workdir / "prometheus.log").open("w")
+    proc = subprocess.Popen(
+        [
+            binary,
+            f"--config.file={workdir / 'prometheus.yml'}",
+            f"--storage.tsdb.path={workdir / 'data'}",
+            f"--web.listen-address=127.0.0.1:{port}",
+            "--enable-feature=exemplar-storage",
+            "--log.level=warn",
+        ],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            assert proc.poll() is None, f"prometheus exited: {(workdir / 'prometheus.log').read_text()}"
+            try:
+                with urllib.request.urlopen(f"{base}/-/ready", timeout=2) as response:
+                    if response.status == 200:
+                        break
+            except OSError:
+                pass
+            assert time.monotonic() < deadline, "prometheus was not ready within 30 s"
+            time.sleep(0.2)
+        yield base
+    finally:
+        stop(proc)
+        log.close()
+
+
+def api(base: str, path: str, **params: str) -> Any:
+    """GET a Prometheus API path; return its `data`, failing on an API error."""
+    url = f"{base}{path}?{urllib.parse.urlencode(params)}"
+    with urllib.request.urlopen(url, timeout=10) as response:
+        body = json.load(response)
+    assert body["status"] == "success", body
+    return body["data"]
+
+
+def panel_results(base: str) -> dict[str, int]:
+    """Number of series each dashboard panel query returns right now, keyed by panel and query."""
+    counts = {}
+    for title, expr in shipped.panel_queries(shipped.dashboard()):
+        counts[f"{title}: {expr}"] = len(api(base, "/api/v1/query", query=shipped.as_promql(expr))["result"])
+    return counts
+
+
+@pytest.mark.slow
+def test_shipped_rules_and_dashboard_against_a_real_prometheus(prometheus_binary: str, tmp_path: Path) -> None:
+    """Against real scrapes: every panel returns data, the bad-outcome alert (and each other alert)
+    goes pending/firing for its tool, no alert names an all-good tool, rules evaluate cleanly,
+    and counter exemplars carry trace ids found in the exported spans."""
+    traces = tmp_path / "traces"
+    seen_alerts: list[dict[str, Any]] = []
+    with instrumented_app(traces) as (app, target), prometheus(prometheus_binary, tmp_path, target) as base:
+        deadline = time.monotonic() + DEADLINE
+        while True:
+            alerts = api(base, "/api/v1/alerts")["alerts"]
+            seen_alerts.extend(alerts)
+            raised = {
+                (a["labels"]["alertname"], a["labels"].get(c.LABEL_TOOL))
+                for a in seen_alerts
+                if a["state"] in ("pending", "firing")
+            }
+            counts = panel_results(base)
+            if EXPECTED_ALERTS <= raised and all(counts.values()):
+                break
+            if time.monotonic() > deadline:
+                empty = [query for query, n in counts.items() if not n]
+                pytest.fail(
+                    f"after {DEADLINE:.0f} s: alerts never raised: {sorted(EXPECTED_ALERTS - raised)}; "
+                    f"panels with no data: {empty}"
+                )
+            time.sleep(1)
+
+        groups = api(base, "/api/v1/rules")["groups"]
+        evaluated = [rule for group in groups for rule in group["rules"]]
+        assert len(evaluated) == len(shipped.rules())
+        unhealthy = [(rule["name"], rule.get("lastError")) for rule in evaluated if rule["health"] != "ok"]
+        assert not unhealthy, unhealthy
+
+        now = time.time()
+        exemplars = api(
+            base,
+            "/api/v1/query_exemplars",
+            query=f'{c.METRIC_TOOL_CALLS_TOTAL}{{{c.LABEL_TOOL}="{BAD_TOOL}"}}',
+            start=str(now - 300),
+            end=str(now),
+        )
+        trace_ids = {e["labels"][c.EXEMPLAR_TRACE_ID] for series in exemplars for e in series["exemplars"]}
+        assert trace_ids and all(re.fullmatch(r"[0-9a-f]{32}", t) for t in trace_ids), exemplars
+
+        stop(app)  # SIGTERM: the app shuts its runtime down, flushing every span to its file
+        assert app.returncode == 0
+
+    noisy = {(a["labels"]["alertname"], a["labels"].get(c.LABEL_TOOL)) for a in seen_alerts if a["labels"].get(c.LABEL_TOOL) in GOOD_TOOLS}
+    assert not noisy, f"alerts raised for all-good tools: {sorted(noisy)}"
+    spans_text = "".join(path.read_text() for path in traces.glob("*.jsonl"))
+    assert any(t in spans_text for t in trace_ids), "no exemplar trace id is in the exported spans"
