@@ -4,8 +4,35 @@ Each guard is a tool instrumented with ``@instrument_tool``; a refusal is a reco
 envelope (see :mod:`telemetry.guards.envelope`), never an exception, and is counted.
 """
 
+# Write-safety guards (issue 3): version-bound state, idempotency keys, plans, scoped inventory.
+from .envelope import refusal, success
+from .idempotency import IdempotencyKeys
+from .inventory import ScopedTools, ToolRegistry
+from .plans import Action, Planner, PlanWriter, Transform
+from .sqlite import SQLiteStore
+from .state import ABSENT_VERSION, JSONValue, StateStore
+
 # Coordination guards (issue 4): constraint-carrying delegation, versioned objectives, guarded sends.
 from .delegation import Delegations, carried_ids, record_handoff
 from .objectives import Objectives, guarded_send
 
-__all__ = ["Delegations", "Objectives", "carried_ids", "guarded_send", "record_handoff"]
+__all__ = [
+    "ABSENT_VERSION",
+    "Action",
+    "Delegations",
+    "IdempotencyKeys",
+    "JSONValue",
+    "Objectives",
+    "PlanWriter",
+    "Planner",
+    "SQLiteStore",
+    "ScopedTools",
+    "StateStore",
+    "ToolRegistry",
+    "Transform",
+    "carried_ids",
+    "guarded_send",
+    "record_handoff",
+    "refusal",
+    "success",
+]

@@ -1,0 +1,112 @@
+"""Object sets for plans: matching a target predicate, the set hash, the commit's writer and
+the set-level postcondition read from the change log.
+
+An object set ``S`` is the state keys ``S/{id}``; an object matches a predicate when its value
+is a JSON object whose fields equal every ``field: value`` pair of the predicate.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from typing import Any, Final
+
+from .. import conventions as c
+from . import _checks
+from .envelope import refusal, success
+from .state import ABSENT_VERSION, JSONValue, current_row, put
+
+OBJECT_SET_HASH: Final = "object_set_hash"
+"""The binding every plan has: a hash of the matched objects' keys and versions."""
+
+
+class PlanWriter:
+    """What an action writes through during a commit; every write is logged under the plan."""
+
+    def __init__(self, conn: sqlite3.Connection, plan_id: str, actor: str | None, max_value_bytes: int) -> None:
+        self.plan_id = plan_id
+        self._conn = conn
+        self._actor = actor
+        self._max_value_bytes = max_value_bytes
+        self.written: dict[str, tuple[str, str]] = {}
+        """key -> (version, value JSON) of every write this commit made."""
+
+    def read(self, key: str) -> Any:
+        """The current value of any key, inside the commit's transaction (None when absent).
+
+        Use this, not ``StateStore.read_state``, from inside an action: the commit holds the
+        write transaction on this thread.
+        """
+        row = current_row(self._conn, _checks.text("key", key))
+        return json.loads(row[0]) if row is not None else None
+
+    def write(self, key: str, value: JSONValue) -> dict[str, Any]:
+        """Write one object (any key: the postcondition, not this method, judges the target)."""
+        key = _checks.text("key", key)
+        value_json = _checks.canonical_json("value", value, max_bytes=self._max_value_bytes)
+        row = current_row(self._conn, key)
+        version = put(
+            self._conn, key, value_json, row[1] if row else ABSENT_VERSION, actor=self._actor, change_ref=self.plan_id
+        )
+        assert version is not None, "the commit holds the write lock: the row cannot have moved"
+        self.written[key] = (version, value_json)
+        return success(key=key, version=version)
+
+
+def check_predicate(predicate: Any) -> str:
+    if not isinstance(predicate, dict) or not predicate:
+        raise _checks.invalid(
+            f"target_predicate must be a non-empty object of field: value pairs, got {predicate!r}; "
+            f'e.g. {{"collection": "summer-2026"}}'
+        )
+    for field, value in predicate.items():
+        if not isinstance(field, str) or not field or isinstance(value, (dict, list)):
+            raise _checks.invalid(f"target_predicate entry {field!r}: {value!r} must pair a field name with a plain value")
+    return _checks.canonical_json("target_predicate", predicate, max_bytes=64 * 1024)
+
+
+def match_objects(conn: sqlite3.Connection, object_set: str, predicate: dict[str, Any]) -> list[tuple[str, str]]:
+    """``(key, version)`` of every object of the set whose fields equal the predicate, by key."""
+    low, high = object_set + "/", object_set + "0"  # "0" sorts right after "/"
+    found = []
+    for key, value_json, version in conn.execute(
+        "SELECT key, value, version FROM guard_state WHERE key >= ? AND key < ? ORDER BY key", (low, high)
+    ):
+        value = json.loads(value_json)
+        if isinstance(value, dict) and all(field in value and value[field] == want for field, want in predicate.items()):
+            found.append((key, version))
+    return found
+
+
+def object_values(conn: sqlite3.Connection, keys: list[str]) -> list[tuple[str, Any]]:
+    out = []
+    for key in keys:
+        row = current_row(conn, key)
+        out.append((key, json.loads(row[0]) if row is not None else None))
+    return out
+
+
+def set_hash(targets: list[tuple[str, str]]) -> str:
+    return "sha256:" + _checks.digest(*(f"{key}\t{version}" for key, version in targets))
+
+
+def postcondition(plan_id: str, targets: set[str], changed: set[str]) -> dict[str, Any]:
+    inside, outside, missing = changed & targets, sorted(changed - targets), sorted(targets - changed)
+    counts: dict[str, Any] = {
+        "plan_id": plan_id,
+        "objects_matched": len(targets),
+        "changed_count": len(inside),
+        "outside_target_changed_count": len(outside),
+    }
+    if not outside and not missing:
+        return success(**counts, message=f"Committed: the change log shows exactly the {len(targets)} planned objects changed.")
+    return refusal(
+        c.OUTCOME_POSTCONDITION_FAILED,
+        f"the commit's writes were made, but the change log shows {len(inside)} of {len(targets)} planned objects "
+        f"changed and {len(outside)} objects outside the plan changed. The writes are not undone: do not retry; "
+        f"report this to a human with the plan_id, the outside_target sample and the unchanged sample.",
+        retry=False,
+        **counts,
+        outside_target_sample=outside[:10],
+        unchanged_sample=missing[:10],
+    )

@@ -1,0 +1,276 @@
+"""Idempotency keys for non-idempotent writes: a retry returns the first outcome, never a second write.
+
+Wrap a tool with :meth:`IdempotencyKeys.idempotent` (below ``@instrument_tool``, so the replay
+is counted on the tool's own span)::
+
+    keys = IdempotencyKeys(store)
+
+    @instrument_tool(name="issue_refund", kind="write")
+    @keys.idempotent()
+    def issue_refund(order_id: str, amount_cents: int, idempotency_key: str) -> dict: ...
+
+The first call with a key claims it (one ``BEGIN IMMEDIATE`` transaction, so of two processes
+racing on one key exactly one wins), runs the tool and stores its result under the key. A later
+call with the same key and the same arguments (the *payload*: every bound argument except the key)
+gets the stored result back with ``deduplicated: true`` and the tool does not run. The same key
+with different arguments is refused as ``duplicate_request`` naming the original outcome's id.
+
+While the first call is still running, a concurrent call with the same key is refused as
+``in_progress`` with ``retry: true`` and ``retry_after_seconds``; retrying later returns the
+stored result. A claim whose holder died is taken over after ``lease_seconds`` (so a crashed
+process delays a retry rather than blocking the key forever; a holder that runs longer than its
+lease may then see its write run twice: choose a lease longer than the slowest write).
+
+What is stored: any returned result, except a refusal with ``retry: true`` (a stale version, a
+rate limit: the caller is meant to retry, so the key is released). An exception releases the
+key too: a tool should raise only when nothing was written. Results are stored as JSON; a
+replay returns the JSON form (a non-dict result comes back as ``{"ok": true, "result": ...}``).
+Keys and payloads are stored and recorded only as hashes.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import json
+import logging
+import secrets
+import time
+from collections.abc import Callable
+from typing import Any, Final, TypeVar
+
+from .. import conventions as c
+from ..call import current_call
+from ..classify import classify_result
+from ..decorator import SPEC_ATTRIBUTE
+from ..exceptions import ConfigurationError, GuardError
+from . import _checks
+from ._checks import BadInput
+from .envelope import refusal
+from .sqlite import SQLiteStore
+
+__all__ = ["IdempotencyKeys"]
+
+logger = logging.getLogger("telemetry")
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+SCHEMA_NAME: Final = "guards.idempotency"
+DDL: Final = """
+CREATE TABLE IF NOT EXISTS guard_idempotency (
+    scope        TEXT NOT NULL,
+    key_hash     TEXT NOT NULL,
+    payload_hash TEXT NOT NULL,
+    original_id  TEXT NOT NULL,
+    status       TEXT NOT NULL,
+    result       TEXT,
+    outcome      TEXT,
+    claimed_at   REAL NOT NULL,
+    lease_until  REAL NOT NULL,
+    completed_at REAL,
+    PRIMARY KEY (scope, key_hash)
+);
+"""
+_RUNNING, _DONE = "running", "done"
+_SKIPPED_PARAMETERS = frozenset({"self", "cls"})
+
+
+class IdempotencyKeys:
+    """Stores the outcome of each keyed call in a :class:`SQLiteStore`; see the module docstring."""
+
+    def __init__(self, store: SQLiteStore, *, lease_seconds: float = 300.0, retry_after_seconds: float = 1.0) -> None:
+        if not isinstance(store, SQLiteStore):
+            raise GuardError(f"IdempotencyKeys needs a telemetry.guards.SQLiteStore, got {type(store).__name__}")
+        for name, value in (("lease_seconds", lease_seconds), ("retry_after_seconds", retry_after_seconds)):
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+                raise GuardError(f"{name} must be a positive number of seconds, got {value!r}")
+        self.store = store
+        self.lease_seconds = float(lease_seconds)
+        self.retry_after_seconds = float(retry_after_seconds)
+        store.ensure_schema(SCHEMA_NAME, DDL)
+
+    def idempotent(self, key_param: str = "idempotency_key", *, scope: str | None = None) -> Callable[[F], F]:
+        """Decorate a sync or async tool whose ``key_param`` argument carries the idempotency key.
+
+        ``scope`` namespaces the keys (default: the function's qualified name), so one key used
+        with two different tools means two different requests.
+        """
+
+        def decorate(func: F) -> F:
+            if hasattr(func, SPEC_ATTRIBUTE):
+                raise ConfigurationError(
+                    f"{func.__name__} is already instrumented: put @idempotent below @instrument_tool "
+                    f"(closest to def) so replays are counted on the tool's span"
+                )
+            if inspect.isgeneratorfunction(func) or inspect.isasyncgenfunction(func):
+                raise ConfigurationError(f"{func.__name__} is a generator: idempotency keys need one stored result")
+            signature = inspect.signature(func)
+            if key_param not in signature.parameters:
+                raise ConfigurationError(
+                    f"{func.__name__}{signature} has no parameter {key_param!r}; add it or pass key_param="
+                )
+            name = scope if scope is not None else func.__qualname__
+            if not isinstance(name, str) or not name:
+                raise ConfigurationError(f"scope must be a non-empty string, got {scope!r}")
+            guard = _Guard(self, name, key_param, signature)
+            if inspect.iscoroutinefunction(func):
+
+                @functools.wraps(func)
+                async def async_wrapper(*args: Any, **kwargs: Any) -> Any:
+                    ticket = guard.claim(args, kwargs)
+                    if ticket.answer is not None:
+                        return ticket.answer
+                    try:
+                        result = await func(*args, **kwargs)
+                    except BaseException:
+                        guard.release(ticket)
+                        raise
+                    guard.complete(ticket, result)
+                    return result
+
+                return async_wrapper  # type: ignore[return-value]
+
+            @functools.wraps(func)
+            def wrapper(*args: Any, **kwargs: Any) -> Any:
+                ticket = guard.claim(args, kwargs)
+                if ticket.answer is not None:
+                    return ticket.answer
+                try:
+                    result = func(*args, **kwargs)
+                except BaseException:
+                    guard.release(ticket)
+                    raise
+                guard.complete(ticket, result)
+                return result
+
+            return wrapper  # type: ignore[return-value]
+
+        return decorate
+
+
+class _Ticket:
+    """One call's claim: either an answer to return at once, or the right to run the tool."""
+
+    __slots__ = ("answer", "key_hash", "original_id")
+
+    def __init__(self, answer: Any, key_hash: str = "", original_id: str = "") -> None:
+        self.answer = answer
+        self.key_hash = key_hash
+        self.original_id = original_id
+
+
+class _Guard:
+    """The per-tool half of :class:`IdempotencyKeys`: claims, replays, completes."""
+
+    def __init__(self, keys: IdempotencyKeys, scope: str, key_param: str, signature: inspect.Signature) -> None:
+        self.keys = keys
+        self.scope = scope
+        self.key_param = key_param
+        self.signature = signature
+
+    def claim(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> _Ticket:
+        call = current_call()
+        try:
+            bound = self.signature.bind(*args, **kwargs)
+        except TypeError as exc:
+            return _Ticket(_checks.invalid(f"the call does not match {self.scope}{self.signature}: {exc}").envelope)
+        bound.apply_defaults()
+        arguments = bound.arguments
+        try:
+            key = _checks.text(self.key_param, arguments.get(self.key_param))
+        except BadInput as bad:
+            return _Ticket(bad.envelope)
+        payload = json.dumps(
+            {k: v for k, v in arguments.items() if k != self.key_param and k not in _SKIPPED_PARAMETERS},
+            sort_keys=True,
+            separators=(",", ":"),
+            default=str,
+        )
+        key_hash = _checks.digest(self.scope, key)[:32]
+        payload_hash = _checks.digest(payload)[:32]
+        call.set_attributes({c.IDEMPOTENCY_KEY_HASH: key_hash, c.IDEMPOTENCY_PAYLOAD_HASH: payload_hash})
+        now = time.time()
+        fresh_id = "idem_" + secrets.token_hex(10)
+        with self.keys.store.transaction() as conn:
+            row = conn.execute(
+                "SELECT payload_hash, original_id, status, result, outcome, lease_until FROM guard_idempotency "
+                "WHERE scope = ? AND key_hash = ?",
+                (self.scope, key_hash),
+            ).fetchone()
+            if row is None or (row["status"] == _RUNNING and row["lease_until"] < now and row["payload_hash"] == payload_hash):
+                conn.execute(
+                    "INSERT OR REPLACE INTO guard_idempotency (scope, key_hash, payload_hash, original_id, status, "
+                    "claimed_at, lease_until) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    (self.scope, key_hash, payload_hash, fresh_id, _RUNNING, now, now + self.keys.lease_seconds),
+                )
+                call.set_attribute(c.IDEMPOTENCY_ORIGINAL_ID, fresh_id)
+                return _Ticket(None, key_hash, fresh_id)
+        original_id = row["original_id"]
+        call.set_attribute(c.IDEMPOTENCY_ORIGINAL_ID, original_id)
+        if row["payload_hash"] != payload_hash:
+            return _Ticket(_duplicate(original_id, row["outcome"]))
+        if row["status"] == _RUNNING:
+            return _Ticket(self._in_progress(original_id, row["lease_until"] - now))
+        call.mark_replayed()
+        return _Ticket(_replay(json.loads(row["result"]), original_id))
+
+    def _in_progress(self, original_id: str, lease_left: float) -> dict[str, Any]:
+        wait = self.keys.retry_after_seconds
+        return refusal(
+            c.OUTCOME_IN_PROGRESS,
+            f"a call with this idempotency key is still running (original outcome id {original_id}). Do not "
+            f"send it with a new key: wait {wait:g} s and retry with the same key and arguments to get its "
+            f"result (if its process died, the key is freed in {max(lease_left, 0.0):.0f} s).",
+            retry=True,
+            retry_after_seconds=wait,
+            original_id=original_id,
+        )
+
+    def release(self, ticket: _Ticket) -> None:
+        """The tool raised or asked for a retry: free the key so the next call runs again."""
+        with self.keys.store.transaction() as conn:
+            conn.execute(
+                "DELETE FROM guard_idempotency WHERE scope = ? AND key_hash = ? AND original_id = ? AND status = ?",
+                (self.scope, ticket.key_hash, ticket.original_id, _RUNNING),
+            )
+
+    def complete(self, ticket: _Ticket, result: Any) -> None:
+        """Store the tool's result under the key (or release it for a retryable refusal)."""
+        if isinstance(result, dict) and result.get("ok") is False and result.get("retry") is True:
+            self.release(ticket)
+            return
+        stored = json.dumps(result, sort_keys=True, default=str)
+        outcome = classify_result(result).outcome
+        with self.keys.store.transaction() as conn:
+            cursor = conn.execute(
+                "UPDATE guard_idempotency SET status = ?, result = ?, outcome = ?, completed_at = ? "
+                "WHERE scope = ? AND key_hash = ? AND original_id = ?",
+                (_DONE, stored, outcome, time.time(), self.scope, ticket.key_hash, ticket.original_id),
+            )
+        if cursor.rowcount != 1:
+            logger.warning(
+                "idempotency claim %s of %s was taken over after its lease expired; its result was not stored "
+                "(raise lease_seconds above the slowest call)",
+                ticket.original_id,
+                self.scope,
+            )
+
+
+def _duplicate(original_id: str, original_outcome: str | None) -> dict[str, Any]:
+    state = f"outcome {original_outcome!r}" if original_outcome else "still running"
+    return refusal(
+        c.OUTCOME_DUPLICATE_REQUEST,
+        f"this idempotency key was already used for a different request (original outcome id {original_id}, "
+        f"{state}). Nothing was done. For a new request use a new key; to get the original result, resend "
+        f"the original arguments with this key.",
+        retry=False,
+        original_id=original_id,
+        original_outcome=original_outcome,
+    )
+
+
+def _replay(stored: Any, original_id: str) -> dict[str, Any]:
+    body = dict(stored) if isinstance(stored, dict) else {"ok": True, "result": stored}
+    body["deduplicated"] = True
+    body["original_id"] = original_id
+    return body

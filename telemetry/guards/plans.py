@@ -1,0 +1,356 @@
+"""Plan-before-commit for high-blast-radius writes, with a set-level postcondition.
+
+``plan_change`` computes what a bulk action would touch, without touching it: how many objects
+match, a sample, and what the plan is bound to (a hash of the matched objects and their
+versions, plus every registered binding such as the policy version, the tool schema version,
+the app). A human or a policy looks at that number; ``commit_plan(plan_id)`` then runs the action
+on exactly the planned objects, and refuses when the plan expired (``plan_expired``) or any
+binding moved since (``plan_binding_moved``, naming which). The commit never recomputes the
+target set, and the plan id is its idempotency key: a retried commit returns the first commit's
+result with ``deduplicated: true`` instead of writing again.
+
+After the writes the commit checks a set-level postcondition against the store's change log
+(``guard_changes``, where every write records the plan that caused it), not by reading each
+object back through the path that wrote it: ``changed_count == objects_matched`` and
+``outside_target_changed_count == 0``. An action that wrote the wrong objects, each write
+returning ok, ends as ``postcondition_failed`` with transport ok and read-back match: the
+wrong-collection repricing, made visible.
+
+Objects are state keys of :class:`~telemetry.guards.state.StateStore` named ``{object_set}/{id}``
+whose values are JSON objects; a target predicate is a mapping of field to value that every
+matched object's fields equal.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import sqlite3
+import time
+from collections.abc import Callable, Mapping
+from datetime import datetime, timezone
+from typing import Any, Final, Union
+
+from .. import conventions as c
+from ..call import current_call
+from ..decorator import instrument_tool
+from ..exceptions import GuardError
+from . import _checks
+from ._checks import BadInput
+from ._objects import (
+    OBJECT_SET_HASH,
+    PlanWriter,
+    check_predicate,
+    match_objects,
+    object_values,
+    postcondition,
+    set_hash,
+)
+from .envelope import refusal, success
+from .state import JSONValue, StateStore, current_row
+
+__all__ = ["Action", "PlanWriter", "Planner", "Transform"]
+
+JSONScalar = Union[str, int, float, bool, None]
+SCHEMA_NAME: Final = "guards.plans"
+DDL: Final = """
+CREATE TABLE IF NOT EXISTS guard_plans (
+    plan_id       TEXT PRIMARY KEY,
+    action        TEXT NOT NULL,
+    object_set    TEXT NOT NULL,
+    predicate     TEXT NOT NULL,
+    params        TEXT NOT NULL,
+    targets       TEXT NOT NULL,
+    bound_to      TEXT NOT NULL,
+    manifest_hash TEXT NOT NULL,
+    created_by    TEXT,
+    created_at    REAL NOT NULL,
+    expires_at    REAL NOT NULL,
+    status        TEXT NOT NULL,
+    result        TEXT,
+    committed_at  REAL
+);
+"""
+_PLANNED, _COMMITTED = "planned", "committed"
+_REPLAN = "make a new plan with plan_change and have it confirmed again"
+
+
+Action = Callable[[PlanWriter, str, Any, dict[str, Any]], None]
+"""``action(writer, key, value, params)``: apply the change to one matched object via ``writer``."""
+Transform = Callable[[Any, dict[str, Any]], JSONValue]
+"""``transform(value, params) -> new value`` for one matched object (see ``register_transform``)."""
+
+
+class Planner:
+    """Plans and commits bulk actions over object sets kept in a :class:`StateStore`.
+
+    ``bindings`` maps a binding name to a function returning its current value (for example
+    ``{"policy_version": policies.current, "tool_schema_version": lambda: "2026-07-01",
+    "app": lambda: "shop"}``); each plan records them and a commit refuses when one moved.
+    """
+
+    def __init__(
+        self,
+        state: StateStore,
+        *,
+        bindings: Mapping[str, Callable[[], object]] | None = None,
+        max_objects: int = 10_000,
+        sample_size: int = 5,
+        max_ttl_seconds: float = 24 * 3600.0,
+    ) -> None:
+        if not isinstance(state, StateStore):
+            raise GuardError(f"Planner needs a telemetry.guards.StateStore, got {type(state).__name__}")
+        self.state = state
+        self.bindings = dict(bindings or {})
+        for name, provider in self.bindings.items():
+            if not isinstance(name, str) or not name or name == OBJECT_SET_HASH or not callable(provider):
+                raise GuardError(f"binding {name!r}: use a non-empty name other than {OBJECT_SET_HASH!r} and a callable")
+        self.max_objects = max_objects
+        self.sample_size = sample_size
+        self.max_ttl_seconds = max_ttl_seconds
+        self._actions: dict[str, Action] = {}
+        state.store.ensure_schema(SCHEMA_NAME, DDL)
+
+    def register_action(self, name: str, action: Action) -> None:
+        """Make ``name`` plannable; ``action(writer, key, value, params)`` runs once per matched object."""
+        if not isinstance(name, str) or not name or not callable(action):
+            raise GuardError(f"register_action needs a non-empty name and a callable, got {name!r}, {action!r}")
+        self._actions[name] = action
+
+    def register_transform(self, name: str, transform: Transform) -> None:
+        """The common safe case: each matched object is replaced by ``transform(value, params)``."""
+
+        def action(writer: PlanWriter, key: str, value: Any, params: dict[str, Any]) -> None:
+            writer.write(key, transform(value, params))
+
+        self.register_action(name, action)
+
+    # --- the tools ---------------------------------------------------------------------------
+
+    @instrument_tool(name="plan_change", kind=c.KIND_READ)
+    def plan_change(
+        self,
+        action: str,
+        object_set: str,
+        target_predicate: dict[str, JSONScalar],
+        params: dict[str, Any] | None = None,
+        bindings: dict[str, str] | None = None,
+        ttl_seconds: float = 300.0,
+        agent_id: str | None = None,
+    ) -> dict[str, Any]:
+        """Preview a bulk change; nothing is written. Always do this before ``commit_plan``.
+
+        ``object_set`` names a collection (its objects are keys ``{object_set}/{id}``);
+        ``target_predicate`` is ``{field: value}`` that every target object must equal (e.g.
+        ``{"collection": "summer-2026"}``); ``params`` go to the action (e.g. ``{"discount_pct":
+        20}``). ``bindings`` are values you based the plan on (e.g. ``{"policy_version": "14"}``);
+        a mismatch is refused as ``plan_binding_moved``. Returns ``plan_id``, ``objects_matched``,
+        a ``sample`` of keys, ``bound_to`` and ``expires_at``: check that ``objects_matched`` and
+        the sample are what was asked for, then commit before it expires.
+        """
+        call = current_call()
+        try:
+            action = self._action_name(action)
+            object_set = _checks.text("object_set", object_set)
+            predicate_json = check_predicate(target_predicate)
+            params_json = _checks.canonical_json("params", params or {}, max_bytes=self.state.max_value_bytes)
+            if params is not None and not isinstance(params, dict):
+                raise _checks.invalid(f"params must be an object of named values, got {params!r}")
+            stated = self._stated_bindings(bindings)
+            ttl = _checks.number("ttl_seconds", ttl_seconds, low=0.1, high=self.max_ttl_seconds)
+            agent_id = _checks.optional_text("agent_id", agent_id)
+        except BadInput as bad:
+            return bad.envelope
+        call.set_attribute(c.GEN_AI_AGENT_ID, agent_id)
+        current = self._current_bindings()
+        moved = {n: {"stated": v, "current": current[n]} for n, v in stated.items() if current[n] != v}
+        if moved:
+            return _binding_moved(None, moved, "your stated bindings are not current: re-read them and plan again")
+        with self.state.store.read() as conn:
+            targets = match_objects(conn, object_set, json.loads(predicate_json))
+        if len(targets) > self.max_objects:
+            return _checks.invalid(
+                f"{len(targets)} objects of {object_set!r} match; a plan holds at most {self.max_objects}: "
+                f"narrow target_predicate or split the change"
+            ).envelope
+        bound_to = {OBJECT_SET_HASH: set_hash(targets), **current}
+        plan_id = "plan_" + secrets.token_hex(8)
+        now = time.time()
+        manifest = _checks.digest(action, object_set, predicate_json, params_json, json.dumps(bound_to, sort_keys=True))
+        with self.state.store.transaction() as conn:
+            conn.execute(
+                "INSERT INTO guard_plans (plan_id, action, object_set, predicate, params, targets, bound_to, "
+                "manifest_hash, created_by, created_at, expires_at, status) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (plan_id, action, object_set, predicate_json, params_json, json.dumps(targets),
+                 json.dumps(bound_to, sort_keys=True), manifest, agent_id, now, now + ttl, _PLANNED),
+            )
+        call.set_attributes({c.PLAN_ID: plan_id, c.PLAN_OBJECTS_MATCHED: len(targets)})
+        return success(
+            plan_id=plan_id,
+            action=action,
+            object_set=object_set,
+            objects_matched=len(targets),
+            sample=[key for key, _ in targets[: self.sample_size]],
+            bound_to=bound_to,
+            manifest_hash=manifest,
+            expires_at=_iso(now + ttl),
+            message=f"Nothing was written. Confirm that {len(targets)} objects is what was asked for, then call "
+            f"commit_plan with plan_id={plan_id!r} before {_iso(now + ttl)}.",
+        )
+
+    @instrument_tool(name="commit_plan", kind=c.KIND_WRITE, outcomes=(c.OUTCOME_POSTCONDITION_FAILED,))
+    def commit_plan(self, plan_id: str, agent_id: str | None = None) -> dict[str, Any]:
+        """Run a plan made by ``plan_change`` on exactly the objects it matched.
+
+        Refused, with nothing written, as ``plan_expired`` (make a new plan) or
+        ``plan_binding_moved`` (the objects, policy or schema changed since: make a new plan and
+        have it approved again). Committing the same plan twice returns the first result with
+        ``deduplicated: true``. A result ``postcondition_failed`` means the writes were made but
+        did not change exactly the planned objects: report it, do not retry.
+        """
+        call = current_call()
+        try:
+            plan_id = _checks.text("plan_id", plan_id)
+            agent_id = _checks.optional_text("agent_id", agent_id)
+        except BadInput as bad:
+            return bad.envelope
+        call.set_attributes(
+            {c.PLAN_ID: plan_id, c.GEN_AI_AGENT_ID: agent_id, c.IDEMPOTENCY_KEY_HASH: _checks.digest(plan_id)[:32]}
+        )
+        with self.state.store.read() as conn:
+            plan = conn.execute("SELECT * FROM guard_plans WHERE plan_id = ?", (plan_id,)).fetchone()
+        if plan is None:
+            return refusal(
+                c.OUTCOME_NOT_FOUND,
+                f"there is no plan {plan_id!r}. Call plan_change to make one, and pass the plan_id it returns.",
+                retry=False,
+                plan_id=plan_id,
+            )
+        targets = [(k, v) for k, v in json.loads(plan["targets"])]
+        call.set_attributes({c.PLAN_OBJECTS_MATCHED: len(targets), c.IDEMPOTENCY_PAYLOAD_HASH: plan["manifest_hash"][:32]})
+        if plan["status"] == _COMMITTED:
+            return _replay(plan["result"])
+        if time.time() > plan["expires_at"]:
+            return refusal(
+                c.OUTCOME_PLAN_EXPIRED,
+                f"plan {plan_id} expired at {_iso(plan['expires_at'])}; nothing was written. Make a new plan with "
+                f"plan_change, confirm it again, and commit that one.",
+                retry=True,
+                plan_id=plan_id,
+                expired_at=_iso(plan["expires_at"]),
+            )
+        bound_to = json.loads(plan["bound_to"])
+        current = self._current_bindings()
+        moved = {
+            name: {"planned": value, "current": current.get(name)}
+            for name, value in bound_to.items()
+            if name != OBJECT_SET_HASH and current.get(name) != value
+        }
+        if moved:
+            return _binding_moved(plan_id, moved, _REPLAN)
+        try:
+            return self._commit(plan, targets, bound_to, agent_id)
+        except BadInput as bad:  # the action tried to write something invalid: all rolled back
+            return _checks.invalid(
+                f"action {plan['action']!r} of plan {plan_id} tried an invalid write, so nothing was written: "
+                f"{bad.envelope['message']}"
+            ).envelope
+
+    def _commit(
+        self, plan: sqlite3.Row, targets: list[tuple[str, str]], bound_to: dict[str, Any], actor: str | None
+    ) -> dict[str, Any]:
+        """Write the plan in one transaction (or refuse when the object set moved: nothing written)."""
+        call = current_call()
+        plan_id = plan["plan_id"]
+        with self.state.store.transaction() as conn:
+            status, stored = conn.execute(
+                "SELECT status, result FROM guard_plans WHERE plan_id = ?", (plan_id,)
+            ).fetchone()
+            if status == _COMMITTED:  # a concurrent commit of the same plan won
+                return _replay(stored)
+            now_matched = match_objects(conn, plan["object_set"], json.loads(plan["predicate"]))
+            now_hash = set_hash(now_matched)
+            if now_hash != bound_to[OBJECT_SET_HASH]:
+                moved = {OBJECT_SET_HASH: {"planned": bound_to[OBJECT_SET_HASH], "current": now_hash}}
+                return _binding_moved(plan_id, moved, _REPLAN, objects_matched_now=len(now_matched))
+            writer = PlanWriter(conn, plan_id, actor, self.state.max_value_bytes)
+            action, params = self._actions[plan["action"]], json.loads(plan["params"])
+            for key, value in object_values(conn, [k for k, _ in targets]):
+                action(writer, key, value, params)
+            changed = {
+                row[0] for row in conn.execute("SELECT DISTINCT key FROM guard_changes WHERE change_ref = ?", (plan_id,))
+            }
+            result = postcondition(plan_id, {k for k, _ in targets}, changed)
+            conn.execute(
+                "UPDATE guard_plans SET status = ?, result = ?, committed_at = ? WHERE plan_id = ?",
+                (_COMMITTED, json.dumps(result), time.time(), plan_id),
+            )
+        call.set_attributes(
+            {
+                c.PLAN_CHANGED_COUNT: result["changed_count"],
+                c.PLAN_OUTSIDE_TARGET_CHANGED_COUNT: result["outside_target_changed_count"],
+            }
+        )
+        call.set_readback(self._read_back(writer.written))
+        return result
+
+    def _read_back(self, written: dict[str, tuple[str, str]]) -> bool | None:
+        """Every object write persisted as sent (through the database, after the commit)."""
+        if not written:
+            return None
+        with self.state.store.read() as conn:
+            return all(current_row(conn, key) == (value_json, version) for key, (version, value_json) in written.items())
+
+    # --- helpers -----------------------------------------------------------------------------
+
+    def _action_name(self, action: Any) -> str:
+        name = _checks.text("action", action)
+        if name not in self._actions:
+            known = ", ".join(sorted(self._actions)) or "none registered"
+            raise _checks.invalid(f"action {name!r} is not one this planner knows; use one of: {known}")
+        return name
+
+    def _stated_bindings(self, bindings: Any) -> dict[str, str]:
+        if bindings is None:
+            return {}
+        if not isinstance(bindings, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in bindings.items()):
+            raise _checks.invalid(f"bindings must map binding names to string values, got {bindings!r}")
+        unknown = sorted(set(bindings) - set(self.bindings))
+        if unknown:
+            raise _checks.invalid(f"unknown bindings {unknown}; this planner binds: {sorted(self.bindings) or 'none'}")
+        return dict(bindings)
+
+    def _current_bindings(self) -> dict[str, str]:
+        return {name: str(provider()) for name, provider in sorted(self.bindings.items())}
+
+
+def _binding_moved(plan_id: str | None, moved: dict[str, Any], todo: str, **context: Any) -> dict[str, Any]:
+    names = ", ".join(sorted(moved))
+    current_call().set_attribute(c.PLAN_BINDING_MOVED, ",".join(sorted(moved)))
+    return refusal(
+        c.OUTCOME_PLAN_BINDING_MOVED,
+        f"binding moved: {names}. Nothing was written; {todo}.",
+        retry=True,
+        plan_id=plan_id,
+        binding_moved=sorted(moved),
+        bindings=moved,
+        **context,
+    )
+
+
+def _replay(stored: str) -> dict[str, Any]:
+    call = current_call()
+    result: dict[str, Any] = json.loads(stored)
+    call.mark_replayed()
+    call.set_attributes(
+        {
+            c.PLAN_CHANGED_COUNT: result.get("changed_count"),
+            c.PLAN_OUTSIDE_TARGET_CHANGED_COUNT: result.get("outside_target_changed_count"),
+        }
+    )
+    result["deduplicated"] = True
+    return result
+
+
+def _iso(epoch: float) -> str:
+    return datetime.fromtimestamp(epoch, tz=timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")

@@ -1,0 +1,276 @@
+"""Version-bound shared state: the split-brain fix.
+
+Every key carries an opaque version token. ``read_state`` returns the value with its token;
+``write_state`` must pass the token it read back as ``expected_version`` and is refused when the
+key moved since (another agent wrote first). The comparison and the write are one conditional
+``UPDATE ... WHERE version = ?`` inside a ``BEGIN IMMEDIATE`` transaction, so two writers that
+read the same version can never both win, across threads and processes.
+
+Tokens are random strings, never integers, so a model cannot guess the next one by arithmetic.
+A missing key reads as :data:`ABSENT_VERSION`; a create passes that token, so
+``expected_version`` never needs a default and "create" cannot silently overwrite.
+
+Every accepted write also appends a row to the change log (``guard_changes``): which key, the
+version written and the one it replaced, a hash of the value, who wrote it, and the plan that
+caused it (see :mod:`telemetry.guards.plans`, whose set-level postconditions read this log).
+
+There is no ``force`` parameter. :meth:`StateStore.force_write_state` is a separate tool for a
+human operator; it needs the operator's identity and is recorded with outcome ``forced``.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import sqlite3
+import time
+from typing import Any, Final, Union
+
+from .. import conventions as c
+from ..call import Call, current_call
+from ..decorator import instrument_tool
+from ..exceptions import GuardError
+from . import _checks
+from ._checks import BadInput
+from .envelope import refusal, success
+from .sqlite import SQLiteStore
+
+__all__ = ["ABSENT_VERSION", "JSONValue", "StateStore"]
+
+ABSENT_VERSION: Final = "absent"
+"""The version token of a key that does not exist: ``read_state`` returns it for a missing key,
+and ``write_state(..., expected_version=ABSENT_VERSION)`` creates the key (refused if it exists)."""
+
+JSONValue = Union[str, int, float, bool, None, list[Any], dict[str, Any]]
+"""What a state value may be: anything JSON can carry (objects need string keys)."""
+
+SCHEMA_NAME: Final = "guards.state"
+DDL: Final = """
+CREATE TABLE IF NOT EXISTS guard_state (
+    key        TEXT PRIMARY KEY,
+    value      TEXT NOT NULL,
+    version    TEXT NOT NULL,
+    updated_at REAL NOT NULL,
+    updated_by TEXT
+);
+CREATE TABLE IF NOT EXISTS guard_changes (
+    seq              INTEGER PRIMARY KEY,
+    key              TEXT NOT NULL,
+    version          TEXT NOT NULL,
+    previous_version TEXT NOT NULL,
+    value_hash       TEXT NOT NULL,
+    actor            TEXT,
+    change_ref       TEXT,
+    forced           INTEGER NOT NULL DEFAULT 0,
+    at               REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS guard_changes_by_ref ON guard_changes (change_ref) WHERE change_ref IS NOT NULL;
+"""
+
+
+def new_version() -> str:
+    """A fresh opaque version token (96 random bits)."""
+    return "ver_" + secrets.token_hex(12)
+
+
+def ensure_state_schema(store: SQLiteStore) -> None:
+    """Create the state table and the change log in ``store`` (idempotent)."""
+    store.ensure_schema(SCHEMA_NAME, DDL)
+
+
+def current_row(conn: sqlite3.Connection, key: str) -> tuple[str, str] | None:
+    """``(value_json, version)`` of ``key`` as this transaction sees it, or None when absent."""
+    row = conn.execute("SELECT value, version FROM guard_state WHERE key = ?", (key,)).fetchone()
+    return None if row is None else (row[0], row[1])
+
+
+def put(
+    conn: sqlite3.Connection,
+    key: str,
+    value_json: str,
+    previous_version: str,
+    *,
+    actor: str | None,
+    change_ref: str | None = None,
+    forced: bool = False,
+) -> str | None:
+    """Compare-and-set ``key`` from ``previous_version`` to a new version; log the change.
+
+    Must run inside a write transaction. Returns the new version, or None when the key is not
+    at ``previous_version`` (nothing is written then). The condition is part of the one
+    statement that writes, so the guarantee holds even without the surrounding lock.
+    """
+    version = new_version()
+    now = time.time()
+    if previous_version == ABSENT_VERSION:
+        cursor = conn.execute(
+            "INSERT INTO guard_state (key, value, version, updated_at, updated_by) VALUES (?, ?, ?, ?, ?) "
+            "ON CONFLICT (key) DO NOTHING",
+            (key, value_json, version, now, actor),
+        )
+    else:
+        cursor = conn.execute(
+            "UPDATE guard_state SET value = ?, version = ?, updated_at = ?, updated_by = ? WHERE key = ? AND version = ?",
+            (value_json, version, now, actor, key, previous_version),
+        )
+    if cursor.rowcount != 1:
+        return None
+    conn.execute(
+        "INSERT INTO guard_changes (key, version, previous_version, value_hash, actor, change_ref, forced, at) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        (key, version, previous_version, _checks.digest(value_json), actor, change_ref, int(forced), now),
+    )
+    return version
+
+
+def persisted(store: SQLiteStore, key: str, version: str, value_json: str) -> bool:
+    """Read-back through the database (never a cache): did ``version`` of ``key`` persist as sent?
+
+    When a later write already replaced it, the change log says what that version held.
+    """
+    with store.read() as conn:
+        row = current_row(conn, key)
+        if row is not None and row[1] == version:
+            return row[0] == value_json
+        # No index on version (it would double the cost of every write): scan the log from its
+        # newest end; a version replaced since this call's write is among the last rows.
+        logged = conn.execute(
+            "SELECT value_hash FROM guard_changes WHERE version = ? AND key = ? ORDER BY seq DESC LIMIT 1",
+            (version, key),
+        ).fetchone()
+    return logged is not None and logged[0] == _checks.digest(value_json)
+
+
+def _readback(call: Call, result: Any) -> bool | None:
+    """``write_state``/``force_write_state`` read-back: the row (or its log entry) holds what was sent."""
+    if not isinstance(result, dict) or result.get("ok") is not True:
+        return None
+    arguments = call.arguments
+    owner: StateStore = arguments["self"]
+    value_json = _checks.canonical_json("value", arguments["value"], max_bytes=owner.max_value_bytes)
+    return persisted(owner.store, result["key"], result["version"], value_json)
+
+
+class StateStore:
+    """Version-bound key/value state shared by a crew, in a :class:`SQLiteStore`.
+
+    Wire ``read_state`` and ``write_state`` into your agent framework as tools (they are bound
+    methods with plain typed parameters); keep ``force_write_state`` for operators.
+    """
+
+    def __init__(self, store: SQLiteStore, *, max_value_bytes: int = _checks.DEFAULT_MAX_VALUE_BYTES) -> None:
+        if not isinstance(store, SQLiteStore):
+            raise GuardError(f"StateStore needs a telemetry.guards.SQLiteStore, got {type(store).__name__}")
+        if isinstance(max_value_bytes, bool) or not isinstance(max_value_bytes, int) or max_value_bytes < 1:
+            raise GuardError(f"max_value_bytes must be a positive integer, got {max_value_bytes!r}")
+        self.store = store
+        self.max_value_bytes = max_value_bytes
+        ensure_state_schema(store)
+
+    @instrument_tool(name="read_state", kind=c.KIND_READ)
+    def read_state(self, key: str, agent_id: str | None = None) -> dict[str, Any]:
+        """Read a shared value and its version token.
+
+        Returns ``{"ok": true, "key", "value", "version", "exists"}``. Keep ``version``: it is an
+        opaque token (not a number; do not change it) that you must pass as ``expected_version``
+        when you write this key. A key that does not exist yet has value null and version
+        ``"absent"``; pass ``"absent"`` to create it.
+        """
+        call = current_call()
+        try:
+            key = _checks.text("key", key)
+            agent_id = _checks.optional_text("agent_id", agent_id)
+        except BadInput as bad:
+            return bad.envelope
+        with self.store.read() as conn:
+            row = current_row(conn, key)
+        value_json, version = row if row is not None else ("null", ABSENT_VERSION)
+        call.set_attributes({c.STATE_KEY: key, c.STATE_VERSION_READ: version, c.GEN_AI_AGENT_ID: agent_id})
+        return success(key=key, value=json.loads(value_json), version=version, exists=row is not None)
+
+    @instrument_tool(name="write_state", kind=c.KIND_WRITE, readback=_readback)
+    def write_state(self, key: str, value: JSONValue, expected_version: str, agent_id: str | None = None) -> dict[str, Any]:
+        """Write a shared value, but only if nobody changed it since you read it.
+
+        ``expected_version`` is the version token ``read_state`` gave you (``"absent"`` to create
+        a new key). On success returns ``{"ok": true, "key", "version", "previous_version"}``
+        with the new token. If the key changed since your read, nothing is written and the
+        result is ``{"ok": false, "error": "rejected_stale_version", "current_value",
+        "current_version", ...}``: re-read, redo your change against the current value, and retry
+        with the current version. Never reuse an old token to get a write through.
+        """
+        call = current_call()
+        try:
+            key = _checks.text("key", key)
+            expected_version = _checks.text("expected_version", expected_version)
+            agent_id = _checks.optional_text("agent_id", agent_id)
+            value_json = _checks.canonical_json("value", value, max_bytes=self.max_value_bytes)
+        except BadInput as bad:
+            return bad.envelope
+        call.set_attributes({c.STATE_KEY: key, c.STATE_VERSION_EXPECTED: expected_version, c.GEN_AI_AGENT_ID: agent_id})
+        with self.store.transaction() as conn:
+            # The conditional write is the check: when it wrote, the version at check time was
+            # expected_version; when it did not, read what the key is at instead.
+            written = put(conn, key, value_json, expected_version, actor=agent_id)
+            row = current_row(conn, key) if written is None else None
+        if written is None:
+            call.set_attribute(c.STATE_VERSION_CURRENT, row[1] if row is not None else ABSENT_VERSION)
+            return _stale(key, expected_version, row)
+        call.set_attributes({c.STATE_VERSION_CURRENT: expected_version, c.STATE_VERSION_WRITTEN: written})
+        return success(key=key, version=written, previous_version=expected_version)
+
+    @instrument_tool(name="force_write_state", kind=c.KIND_WRITE, readback=_readback)
+    def force_write_state(self, key: str, value: JSONValue, operator: str) -> dict[str, Any]:
+        """Operators only: overwrite ``key`` whatever its version, on the record.
+
+        Not a tool for models. ``operator`` is the human's identity (raises
+        :class:`telemetry.GuardError` when empty); the call's outcome is ``forced`` and the span
+        carries ``tool.forced_by``, so every bypass is counted and attributable.
+        """
+        if not isinstance(operator, str) or not operator.strip():
+            raise GuardError(
+                f"force_write_state needs the operator's identity (a non-empty string), got {operator!r}; "
+                f"models must use write_state with the version they read"
+            )
+        call = current_call()
+        try:
+            key = _checks.text("key", key)
+            value_json = _checks.canonical_json("value", value, max_bytes=self.max_value_bytes)
+        except BadInput as bad:
+            return bad.envelope
+        with self.store.transaction() as conn:
+            row = current_row(conn, key)
+            current_version = row[1] if row is not None else ABSENT_VERSION
+            written = put(conn, key, value_json, current_version, actor=operator, forced=True)
+        assert written is not None, "the write lock is held: the version cannot have moved"
+        call.set_outcome(c.OUTCOME_FORCED)
+        call.set_attributes(
+            {
+                c.TOOL_FORCED_BY: operator,
+                c.STATE_KEY: key,
+                c.STATE_VERSION_CURRENT: current_version,
+                c.STATE_VERSION_WRITTEN: written,
+            }
+        )
+        return success(key=key, version=written, previous_version=current_version, forced_by=operator)
+
+
+def _stale(key: str, expected_version: str, row: tuple[str, str] | None) -> dict[str, Any]:
+    current_value = json.loads(row[0]) if row is not None else None
+    current_version = row[1] if row is not None else ABSENT_VERSION
+    if expected_version == ABSENT_VERSION:
+        what = f"key {key!r} already exists, so it cannot be created"
+    elif row is None:
+        what = f"key {key!r} does not exist (its version is {ABSENT_VERSION!r}), not {expected_version!r}"
+    else:
+        what = f"key {key!r} changed since you read it: it is at version {current_version!r}, not {expected_version!r}"
+    return refusal(
+        c.OUTCOME_REJECTED_STALE_VERSION,
+        f"{what}. Nothing was written. Re-read, redo, retry: redo your change against current_value "
+        f"and call write_state again with expected_version={current_version!r}.",
+        retry=True,
+        key=key,
+        expected_version=expected_version,
+        current_value=current_value,
+        current_version=current_version,
+    )
