@@ -1,0 +1,124 @@
+"""examples/mcp_guarded_server.py driven by a real MCP client session: refusals a model can act on."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import mcp_support  # noqa: F401  (skips without the SDK, fails in CI)
+import pytest
+
+from mcp import Client
+from mcp.server.mcpserver import MCPServer
+
+from telemetry import conventions as c
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "mcp_guarded_server.py"
+
+
+@pytest.fixture(scope="module")
+def example() -> ModuleType:
+    """The example module, imported from its file."""
+    spec = importlib.util.spec_from_file_location("mcp_guarded_server_example", EXAMPLE)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture
+def server(example: ModuleType, tmp_path: Path) -> tuple[MCPServer, list[dict[str, Any]]]:
+    outbox: list[dict[str, Any]] = []
+    return example.build_server(tmp_path / "crew.sqlite3", outbox), outbox
+
+
+async def test_every_tool_tells_the_model_about_tokens_and_refusals(server: Any) -> None:
+    """tools/list: each tool carries its model-facing description and the annotations from its hints."""
+    async with Client(server[0], mode="legacy") as client:
+        tools = {t.name: t for t in (await client.list_tools()).tools}
+    assert set(tools) >= {"read_state", "write_state", "delegate", "get_objective", "send_customer_message"}
+    assert all(t.annotations is not None and t.annotations.read_only_hint is not None for t in tools.values())
+    assert "opaque token" in tools["read_state"].description
+    write = tools["write_state"].description
+    assert c.OUTCOME_REJECTED_STALE_VERSION in write and "expected_version=current_version" in write
+    assert c.OUTCOME_CONSTRAINT_MISSING in tools["delegate"].description
+    assert c.OUTCOME_STALE_POLICY in tools["send_customer_message"].description
+    assert tools["read_state"].annotations.read_only_hint is True
+    assert tools["write_state"].annotations.destructive_hint is True
+
+
+async def test_stale_write_is_refused_with_what_to_redo_against(server: Any, telemetry_capture: Any) -> None:
+    """Two agents write from the same read: the second is refused with the current value and version, in one trace."""
+    tracer = telemetry_capture.runtime.tracer
+    async with Client(server[0], mode="legacy") as client:
+        with tracer.start_as_current_span("crew run") as run:
+            read = (await client.call_tool("read_state", {"key": "plan"})).structured_content
+            assert read["version"] == "absent"
+            first = await client.call_tool(
+                "write_state", {"key": "plan", "value": {"step": 1}, "expected_version": "absent", "agent_id": "a"}
+            )
+            stale = await client.call_tool(
+                "write_state", {"key": "plan", "value": {"step": 9}, "expected_version": "absent", "agent_id": "b"}
+            )
+    assert first.structured_content["ok"] is True
+    refusal = stale.structured_content
+    assert refusal["error"] == c.OUTCOME_REJECTED_STALE_VERSION and refusal["retry"] is True
+    assert refusal["current_value"] == {"step": 1}
+    assert refusal["current_version"] == first.structured_content["version"]
+    span = telemetry_capture.spans("write_state")[-1]
+    assert span.attributes[c.TOOL_TRANSPORT] == c.TRANSPORT_OK
+    assert span.attributes[c.TOOL_OUTCOME] == c.OUTCOME_REJECTED_STALE_VERSION
+    assert span.attributes[c.STATE_VERSION_CURRENT] == refusal["current_version"]
+    assert {s.context.trace_id for s in telemetry_capture.spans()} == {run.get_span_context().trace_id}
+    assert telemetry_capture.calls("write_state", outcome=c.OUTCOME_REJECTED_STALE_VERSION) == 1.0
+
+
+async def test_dropped_constraint_is_refused_then_carried(server: Any, telemetry_capture: Any) -> None:
+    """A delegation that drops an origin constraint is refused naming it; carrying it verbatim succeeds."""
+    budget = {"id": "budget", "text": "spend under 100 EUR"}
+    async with Client(server[0], mode="legacy") as client:
+        await client.call_tool(
+            "register_task", {"task_id": "trip", "objective": "book a trip", "constraints": [budget], "agent_id": "lead"}
+        )
+        args: dict[str, Any] = {
+            "subtask": "book the hotel",
+            "origin_task_id": "trip",
+            "acceptance_criteria": [],
+            "waived_constraints": [],
+            "agent_id": "lead",
+        }
+        dropped = (await client.call_tool("delegate", {**args, "constraints": []})).structured_content
+        carried = (await client.call_tool("delegate", {**args, "constraints": [budget]})).structured_content
+    assert dropped["error"] == c.OUTCOME_CONSTRAINT_MISSING and dropped["missing_ids"] == ["budget"]
+    assert dropped["required_constraints"] == [budget]
+    assert carried["ok"] is True and carried["hop"] == 1 and carried["carried"] == ["budget"]
+    outcomes = [s.attributes[c.TOOL_OUTCOME] for s in telemetry_capture.spans("delegate")]
+    assert outcomes == [c.OUTCOME_CONSTRAINT_MISSING, c.OUTCOME_OK]
+
+
+async def test_send_against_a_superseded_policy_is_refused_with_the_current_one(
+    server: Any, telemetry_capture: Any
+) -> None:
+    """A message drafted against a superseded refund policy is not sent; the refusal carries the new policy."""
+    mcp_server, outbox = server
+    async with Client(mcp_server, mode="legacy") as client:
+        published = await client.call_tool("publish_objective", {"task_id": "refund-policy", "text": "refund 30 days"})
+        old = published.structured_content["version"]
+        await client.call_tool("get_objective", {"task_id": "refund-policy", "agent_id": "support"})
+        await client.call_tool(
+            "supersede_objective", {"task_id": "refund-policy", "text": "refund 14 days", "reason": "legal"}
+        )
+        message = {"ticket_id": "T-1", "body": "30 days", "agent_id": "support"}
+        stale = (await client.call_tool("send_customer_message", {**message, "policy_version": old})).structured_content
+        fresh = await client.call_tool(
+            "send_customer_message", {**message, "body": "14 days", "policy_version": stale["current_version"]}
+        )
+    assert stale["error"] == c.OUTCOME_STALE_POLICY and stale["current_policy"] == "refund 14 days"
+    assert fresh.structured_content["ok"] is True
+    assert [m["body"] for m in outbox] == ["14 days"]
+    assert telemetry_capture.sample(c.METRIC_STALE_SENDS_TOTAL, {c.LABEL_TOOL: "send_customer_message"}) == 1.0
+    assert telemetry_capture.calls("send_customer_message") == 2.0
