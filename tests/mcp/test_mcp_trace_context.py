@@ -6,6 +6,8 @@ from typing import Any
 
 from mcp_support import by_name, sdk_spans  # noqa: F401  (fixture)
 
+import mcp.shared._otel as sdk_otel
+import pytest
 from mcp import Client
 from mcp.server.mcpserver import MCPServer
 from opentelemetry import trace
@@ -46,8 +48,17 @@ async def test_agent_span_client_span_server_span_and_tool_span_form_one_trace(
     assert {s.context.trace_id for s in (tool_span, server_span, client_span)} == {agent_span.get_span_context().trace_id}
 
 
-async def test_trace_meta_carries_a_captured_context_to_the_server(telemetry_capture: Any) -> None:
-    """A call made after the agent's span ended joins that span's trace only through trace_meta(context=...)."""
+async def test_trace_meta_carries_a_captured_context_to_the_server(
+    telemetry_capture: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A call made after the agent's span ended joins that span's trace only through trace_meta(context=...).
+
+    The client side opens no span of its own here (the SDK's tracer pinned to a no-op one, as in an
+    agent process without OpenTelemetry SDK tracing, or a non-SDK client), so the only carrier of
+    the trace is the `_meta` the helper built. With SDK tracing active the SDK's CLIENT span would
+    re-inject the current context instead (docs/mcp.md says to attach the context then).
+    """
+    monkeypatch.setattr(sdk_otel, "_tracer", trace.NoOpTracer())
     tracer = telemetry_capture.runtime.tracer
     async with Client(server_with_add(), mode="legacy") as client:
         with tracer.start_as_current_span("agent turn") as agent_span:
