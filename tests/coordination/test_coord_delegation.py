@@ -228,7 +228,7 @@ def test_legacy_free_text_chain_lets_forensics_find_the_dropping_hop(
     without_c3 = " ".join(item["text"] for item in ROOT if item["id"] != "C3")
     for context in (everything, without_c3, without_c3 + " (cache as needed)", without_c3):
         delegate("next step", context)
-    legacy = telemetry_capture.spans("delegate")
+    legacy = telemetry_capture.spans(delegate.__name__)
     assert [attrs(s)[c.DELEGATION_HOP] for s in legacy] == [1, 2, 3, 4]
     assert "C3" not in attrs(legacy[1])[c.DELEGATION_CONSTRAINTS_CARRIED]
     assert "C3" in attrs(legacy[0])[c.DELEGATION_CONSTRAINTS_CARRIED]
