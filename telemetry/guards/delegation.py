@@ -398,6 +398,8 @@ class Delegations:
                     f"legacy_handoff: origin task {origin_task_id!r} is not registered; register the root "
                     f"with register_task and pass the task_id each hand-off returned"
                 )
+            if Ledger.load(conn, child_id) is not None:
+                raise ConfigurationError(f"legacy_handoff: task_id {child_id!r} already exists; pass a new one or omit it")
             root = origin if origin.hop == 0 else Ledger.load(conn, origin.root_task_id)
             assert root is not None
             carried = carried_ids(context, [{"id": cid, "text": text} for cid, text in root.constraints])

@@ -241,3 +241,12 @@ def test_legacy_free_text_chain_lets_forensics_find_the_dropping_hop(
         rows = forensics.run("constraint_loss_by_hop")
     assert [(r["constraint_id"], r["last_hop_carried"], r["dropped_at_hop"]) for r in rows] == [("C3", 1, 2)]
     assert rows[0]["root_task_id"] == "T0"
+
+
+def test_legacy_handoff_wiring_errors_raise_naming_the_task(ledger: Delegations) -> None:
+    """An unregistered origin or a reused child id is the harness's bug: ConfigurationError naming it."""
+    with pytest.raises(ConfigurationError, match="'T404' is not registered"):
+        ledger.legacy_handoff("text", origin_task_id="T404")
+    ledger.legacy_handoff("text", origin_task_id="T0", task_id="L1")
+    with pytest.raises(ConfigurationError, match="'L1' already exists"):
+        ledger.legacy_handoff("text", origin_task_id="T0", task_id="L1")
