@@ -73,6 +73,17 @@ class ToolMetrics:
             self.replays,
         )
         self._children: dict[tuple[Any, ...], Any] = {}
+        self.known_tools: set[str] = set()
+
+    def ensure_tool(self, tool: str) -> None:
+        """Create ``tool``'s single-label series at zero the first time the tool is called.
+
+        Prometheus' ``rate()`` needs a sample before the first increment; without one, the
+        first stale send or waiver of a tool would never show in a rate and never alert.
+        """
+        for metric in (self.waivers, self.stale_sends, self.replays):
+            self.child(metric, tool)
+        self.known_tools.add(tool)
 
     def child(self, metric: Counter | Histogram, *labels: str) -> Any:
         """Return the cached child of ``metric`` for ``labels`` (creating it once)."""

@@ -184,6 +184,8 @@ def _readback(spec: ToolSpec, call: Call, result: Any, transport: str, outcome: 
 
 def _count(runtime: Runtime, spec: ToolSpec, call: Call, transport: str, readback: str, outcome: str, elapsed: float) -> None:
     metrics = runtime.metrics
+    if spec.name not in metrics.known_tools:
+        metrics.ensure_tool(spec.name)
     exemplar = None
     span = call.span
     if span is not None:

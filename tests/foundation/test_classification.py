@@ -309,3 +309,14 @@ def test_nested_tool_spans_form_a_tree(telemetry_capture: Capture) -> None:
     parent, child = telemetry_capture.span("outer"), telemetry_capture.span("inner")
     assert child.parent.span_id == parent.context.span_id
     assert child.context.trace_id == parent.context.trace_id
+
+
+def test_single_label_series_exist_from_the_first_call(telemetry_capture: Capture) -> None:
+    """A tool's waiver, stale-send and replay series exist at 0 before their first increment."""
+
+    @telemetry.instrument_tool(kind="send")
+    def notify() -> None: ...
+
+    notify()
+    for name in (c.METRIC_CONSTRAINT_WAIVERS_TOTAL, c.METRIC_STALE_SENDS_TOTAL, c.METRIC_IDEMPOTENT_REPLAYS_TOTAL):
+        assert telemetry_capture.sample(name, {"tool": "notify"}) == 0.0
