@@ -1,8 +1,9 @@
 -- spans: the normalized span relation every forensics question reads.
 --
--- This file defines two DuckDB macros; the loader (telemetry/forensics/loading.py) runs it once
--- per connection and then materializes `CREATE TEMP TABLE spans AS SELECT * FROM otlp_spans($paths)`
--- with the file list bound as a parameter (Parquet input is the same columns, written by `ingest`).
+-- This file defines DuckDB macros; the loader (telemetry/forensics/loading.py) runs it once per
+-- connection, materializes `CREATE TEMP TABLE spans_base AS SELECT * FROM otlp_spans($paths)` with
+-- the file list bound as a parameter (Parquet parts written by `ingest` hold the same columns),
+-- then runs the part after the `@after spans_base` marker, which defines the view `spans`.
 --
 -- Input: OTLP JSON lines, one `TracesData` object a line (our exporter, or an OpenTelemetry
 -- Collector `file` exporter with format json). Read with an explicit structure through
@@ -22,6 +23,7 @@
 --   attributes, resource_attributes   STRUCT(key, value, "values")[]: every attribute, value the
 --                           scalar as text (kvlist as JSON), "values" an array's elements as text;
 --                           read one with attr(attributes, 'name') or attr_list(attributes, 'name')
+--   attribute_keys, attribute_values, attribute_arrays: the same, as three aligned lists (stored)
 --   typed columns: tool_name, agent_id, conversation_id, tool_kind, transport, readback, outcome,
 --   error_type, state_key, state_version_read/expected/current/written, delegation_task_id,
 --   delegation_origin_task_id, delegation_root_task_id, delegation_hop (BIGINT),
@@ -39,15 +41,13 @@ CREATE OR REPLACE TEMP MACRO otlp_scalar_text(v) AS
     coalesce(v.stringValue, v.intValue, v.boolValue, v.doubleValue, v.bytesValue,
              CAST(v.kvlistValue AS VARCHAR), CAST(v.arrayValue AS VARCHAR));
 
--- OTLP attributes as a list of {key, value, values}: value is the scalar as text, values the
--- array's elements as text (NULL for a scalar). A list, not a MAP: building a MAP per span costs
--- more than parsing the JSON, and OTLP files can repeat a key (a MAP refuses that).
-CREATE OR REPLACE TEMP MACRO otlp_attribute_list(attrs) AS
-    list_transform(coalesce(attrs, []), lambda a: {
-        'key': a.key,
-        'value': CASE WHEN a.value.arrayValue IS NULL THEN otlp_scalar_text(a.value) END,
-        'values': CASE WHEN a.value.arrayValue IS NOT NULL
-            THEN list_transform(coalesce(a.value.arrayValue.values, []), lambda x: otlp_scalar_text(x)) END});
+-- The attributes of a span as a list of {key, value, values}: value is a scalar as text (kvlist
+-- as JSON), values an array's elements as text (NULL for a scalar). Built from the three aligned
+-- lists the table stores (attribute_keys, attribute_values, attribute_arrays) when a query asks for
+-- it: building a struct list, or a MAP, for every span costs more than parsing the JSON, and OTLP
+-- files can repeat a key, which a MAP refuses.
+CREATE OR REPLACE TEMP MACRO otlp_attributes(keys, vals, arrs) AS
+    list_transform(range(1, len(keys) + 1), lambda i: {'key': keys[i], 'value': vals[i], 'values': arrs[i]});
 
 -- attr(attributes, 'state.key'): one scalar attribute as text (first one when a key repeats).
 CREATE OR REPLACE TEMP MACRO attr(attributes, name) AS
@@ -78,7 +78,10 @@ resources AS (
 scopes AS (
     SELECT
         source_file,
-        otlp_attribute_list(rs.resource.attributes) AS resource_attributes,
+        otlp_attributes(list_transform(rs.resource.attributes, lambda a: a.key),
+                        list_transform(rs.resource.attributes, lambda a: otlp_scalar_text(a.value)),
+                        list_transform(rs.resource.attributes, lambda a: CAST(NULL AS VARCHAR[])))
+            AS resource_attributes,
         unnest(rs.scopeSpans) AS ss
     FROM resources
 ),
@@ -91,21 +94,16 @@ raw_spans AS (
         unnest(ss.spans) AS s
     FROM scopes
 ),
-mapped AS (
-    SELECT
-        source_file,
-        resource_attributes,
-        scope_name,
-        scope_version,
-        s,
-        otlp_attribute_list(s.attributes) AS attributes
-    FROM raw_spans
-),
 keyed AS (
     SELECT
         *,
-        list_transform(attributes, lambda a: a.key) AS k
-    FROM mapped
+        list_transform(s.attributes, lambda a: a.key) AS attribute_keys,
+        list_transform(s.attributes, lambda a: CASE WHEN a.value.arrayValue IS NULL THEN otlp_scalar_text(a.value) END)
+            AS attribute_values,
+        list_transform(s.attributes, lambda a: CASE WHEN a.value.arrayValue IS NOT NULL
+            THEN list_transform(coalesce(a.value.arrayValue."values", []), lambda x: otlp_scalar_text(x)) END)
+            AS attribute_arrays
+    FROM raw_spans
 ),
 typed AS (
     SELECT
@@ -143,49 +141,59 @@ typed AS (
         scope_name,
         scope_version,
         source_file,
-        attributes,
+        attribute_keys,
+        attribute_values,
+        attribute_arrays,
         resource_attributes,
-        attributes[list_position(k, 'gen_ai.conversation.id')].value AS conversation_id,
-        attributes[list_position(k, 'gen_ai.tool.name')].value AS tool_name,
-        attributes[list_position(k, 'gen_ai.agent.id')].value AS agent_id,
-        attributes[list_position(k, 'tool.kind')].value AS tool_kind,
-        attributes[list_position(k, 'tool.transport')].value AS transport,
-        attributes[list_position(k, 'tool.readback')].value AS readback,
-        attributes[list_position(k, 'tool.outcome')].value AS outcome,
-        attributes[list_position(k, 'error.type')].value AS error_type,
-        attributes[list_position(k, 'state.key')].value AS state_key,
-        attributes[list_position(k, 'state.version.read')].value AS state_version_read,
-        attributes[list_position(k, 'state.version.expected')].value AS state_version_expected,
-        attributes[list_position(k, 'state.version.current')].value AS state_version_current,
-        attributes[list_position(k, 'state.version.written')].value AS state_version_written,
-        attributes[list_position(k, 'delegation.task_id')].value AS delegation_task_id,
-        attributes[list_position(k, 'delegation.origin_task_id')].value AS delegation_origin_task_id,
-        attributes[list_position(k, 'delegation.root_task_id')].value AS delegation_root_task_id,
-        TRY_CAST(TRY_CAST(attributes[list_position(k, 'delegation.hop')].value AS DOUBLE) AS BIGINT)
+        attribute_values[list_position(attribute_keys, 'gen_ai.conversation.id')] AS conversation_id,
+        attribute_values[list_position(attribute_keys, 'gen_ai.tool.name')] AS tool_name,
+        attribute_values[list_position(attribute_keys, 'gen_ai.agent.id')] AS agent_id,
+        attribute_values[list_position(attribute_keys, 'tool.kind')] AS tool_kind,
+        attribute_values[list_position(attribute_keys, 'tool.transport')] AS transport,
+        attribute_values[list_position(attribute_keys, 'tool.readback')] AS readback,
+        attribute_values[list_position(attribute_keys, 'tool.outcome')] AS outcome,
+        attribute_values[list_position(attribute_keys, 'error.type')] AS error_type,
+        attribute_values[list_position(attribute_keys, 'state.key')] AS state_key,
+        attribute_values[list_position(attribute_keys, 'state.version.read')] AS state_version_read,
+        attribute_values[list_position(attribute_keys, 'state.version.expected')] AS state_version_expected,
+        attribute_values[list_position(attribute_keys, 'state.version.current')] AS state_version_current,
+        attribute_values[list_position(attribute_keys, 'state.version.written')] AS state_version_written,
+        attribute_values[list_position(attribute_keys, 'delegation.task_id')] AS delegation_task_id,
+        attribute_values[list_position(attribute_keys, 'delegation.origin_task_id')] AS delegation_origin_task_id,
+        attribute_values[list_position(attribute_keys, 'delegation.root_task_id')] AS delegation_root_task_id,
+        TRY_CAST(TRY_CAST(attribute_values[list_position(attribute_keys, 'delegation.hop')] AS DOUBLE) AS BIGINT)
             AS delegation_hop,
-        coalesce(attributes[list_position(k, 'delegation.constraints.carried')]."values", [])
+        coalesce(attribute_arrays[list_position(attribute_keys, 'delegation.constraints.carried')], [])
             AS constraints_carried,
-        coalesce(attributes[list_position(k, 'delegation.constraints.waived')]."values", [])
+        coalesce(attribute_arrays[list_position(attribute_keys, 'delegation.constraints.waived')], [])
             AS constraints_waived,
-        coalesce(attributes[list_position(k, 'delegation.constraints.waiver_reasons')]."values", [])
+        coalesce(attribute_arrays[list_position(attribute_keys, 'delegation.constraints.waiver_reasons')], [])
             AS waiver_reasons,
-        attributes[list_position(k, 'objective.task_id')].value AS objective_task_id,
-        attributes[list_position(k, 'objective.version')].value AS objective_version,
-        attributes[list_position(k, 'policy.version')].value AS policy_version,
-        attributes[list_position(k, 'policy.version.current')].value AS policy_version_current,
-        attributes[list_position(k, 'idempotency.key_hash')].value AS idempotency_key_hash,
-        attributes[list_position(k, 'idempotency.payload_hash')].value AS idempotency_payload_hash,
-        attributes[list_position(k, 'idempotency.original_id')].value AS idempotency_original_id,
-        coalesce(lower(attributes[list_position(k, 'tool.deduplicated')].value) IN ('true', '1'), false)
+        attribute_values[list_position(attribute_keys, 'objective.task_id')] AS objective_task_id,
+        attribute_values[list_position(attribute_keys, 'objective.version')] AS objective_version,
+        attribute_values[list_position(attribute_keys, 'policy.version')] AS policy_version,
+        attribute_values[list_position(attribute_keys, 'policy.version.current')] AS policy_version_current,
+        attribute_values[list_position(attribute_keys, 'idempotency.key_hash')] AS idempotency_key_hash,
+        attribute_values[list_position(attribute_keys, 'idempotency.payload_hash')] AS idempotency_payload_hash,
+        attribute_values[list_position(attribute_keys, 'idempotency.original_id')] AS idempotency_original_id,
+        coalesce(lower(attribute_values[list_position(attribute_keys, 'tool.deduplicated')]) IN ('true', '1'), false)
             AS deduplicated,
-        attributes[list_position(k, 'plan.id')].value AS plan_id,
-        TRY_CAST(TRY_CAST(attributes[list_position(k, 'plan.objects_matched')].value AS DOUBLE) AS BIGINT)
+        attribute_values[list_position(attribute_keys, 'plan.id')] AS plan_id,
+        TRY_CAST(TRY_CAST(attribute_values[list_position(attribute_keys, 'plan.objects_matched')] AS DOUBLE) AS BIGINT)
             AS plan_objects_matched,
-        TRY_CAST(TRY_CAST(attributes[list_position(k, 'plan.changed_count')].value AS DOUBLE) AS BIGINT)
+        TRY_CAST(TRY_CAST(attribute_values[list_position(attribute_keys, 'plan.changed_count')] AS DOUBLE) AS BIGINT)
             AS plan_changed_count,
-        TRY_CAST(TRY_CAST(attributes[list_position(k, 'plan.outside_target_changed_count')].value AS DOUBLE)
+        TRY_CAST(TRY_CAST(attribute_values[list_position(attribute_keys, 'plan.outside_target_changed_count')] AS DOUBLE)
             AS BIGINT) AS plan_outside_target_changed_count,
-        attributes[list_position(k, 'plan.binding_moved')].value AS plan_binding_moved
+        attribute_values[list_position(attribute_keys, 'plan.binding_moved')] AS plan_binding_moved
     FROM keyed
 )
 SELECT coalesce(conversation_id, trace_id) AS run_id, * FROM typed;
+
+-- @after spans_base
+-- (The loader runs what follows once `spans_base` exists.) The `spans` view: the stored columns
+-- (a temporary table from JSON lines, or the Parquet parts) plus `attributes`, which is computed
+-- only when a query selects it.
+CREATE OR REPLACE TEMP VIEW spans AS
+    SELECT *, otlp_attributes(attribute_keys, attribute_values, attribute_arrays) AS attributes
+    FROM spans_base;

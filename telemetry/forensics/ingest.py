@@ -20,7 +20,7 @@ import duckdb
 
 from ..exceptions import ForensicsInputError
 from .inputs import MANIFEST_NAME, PathLike, TraceInputs, resolve_inputs
-from .loading import SPANS, Progress, load
+from .loading import SPANS_BASE, Progress, load
 
 MANIFEST_FORMAT = 1
 
@@ -107,7 +107,7 @@ def ingest(
         try:
             report = load(con, TraceInputs(json_files=[source]), skip_bad_lines=skip_bad_lines, progress=progress)
             tmp = part.with_name(part.name + ".tmp")
-            con.table(SPANS).write_parquet(str(tmp), compression="zstd")
+            con.table(SPANS_BASE).write_parquet(str(tmp), compression="zstd")
         finally:
             con.close()
         os.replace(tmp, part)

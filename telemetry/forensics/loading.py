@@ -32,6 +32,8 @@ Progress = Callable[[str], None]
 """Receives one human-readable progress line (the CLI prints them to stderr)."""
 
 SPANS = "spans"
+SPANS_BASE = "spans_base"
+"""The stored columns; ``spans`` is a view over it that adds ``attributes``."""
 _FILE_IN_ERROR = re.compile(r'in file "([^"]+)"')
 
 
@@ -67,10 +69,20 @@ class LoadReport:
         return out
 
 
+_AFTER_BASE = "-- @after spans_base"
+
+
+def _spans_sql() -> tuple[str, str]:
+    """``spans.sql`` split at its marker: (macros, the view defined once ``spans_base`` exists)."""
+    text = data_file("queries", "spans.sql").read_text(encoding="utf-8")
+    macros, _, view = text.partition(_AFTER_BASE)
+    return macros, view
+
+
 def install_macros(con: duckdb.DuckDBPyConnection) -> None:
     """Define the ``otlp_spans`` macro (and its helpers) from the shipped ``spans.sql``."""
     con.execute("SET enable_progress_bar = false").fetchall()  # progress goes through Progress
-    con.execute(data_file("queries", "spans.sql").read_text(encoding="utf-8")).fetchall()
+    con.execute(_spans_sql()[0]).fetchall()
 
 
 class _ProgressTicker:
@@ -160,7 +172,7 @@ class _JsonLoader:
             try:
                 with _ProgressTicker(self.con, "reading traces", self.progress):
                     self.con.execute(
-                        f"CREATE OR REPLACE TEMP TABLE {SPANS} AS SELECT * FROM otlp_spans($paths)",
+                        f"CREATE OR REPLACE TEMP TABLE {SPANS_BASE} AS SELECT * FROM otlp_spans($paths)",
                         {"paths": [str(p) for p in self._read.values()]},
                     ).fetchall()
                 break
@@ -169,12 +181,12 @@ class _JsonLoader:
         for source, read in self._read.items():
             if read != source:
                 self.con.execute(
-                    f"UPDATE {SPANS} SET source_file = $source WHERE source_file = $read",
+                    f"UPDATE {SPANS_BASE} SET source_file = $source WHERE source_file = $read",
                     {"source": str(source), "read": str(read)},
                 ).fetchall()
         if self._tmp is not None:
             self._tmp.cleanup()
-        row = self.con.execute(f"SELECT count(*) FROM {SPANS}").fetchall()[0]
+        row = self.con.execute(f"SELECT count(*) FROM {SPANS_BASE}").fetchall()[0]
         self.report.spans = int(row[0])
         self.report.seconds = time.perf_counter() - started
         return self.report
@@ -201,16 +213,17 @@ def load(
             progress(f"reading {len(inputs.json_files)} JSON-lines file(s), {total / 1e6:,.1f} MB")
         report = _JsonLoader(con, skip_bad_lines, progress).load(inputs.json_files)
         if parquet:
-            con.read_parquet(parquet, union_by_name=True).insert_into(SPANS)
+            con.read_parquet(parquet, union_by_name=True).insert_into(SPANS_BASE)
     elif parquet:
         started = time.perf_counter()
-        con.read_parquet(parquet, union_by_name=True).create_view(SPANS, replace=True)
+        con.read_parquet(parquet, union_by_name=True).create_view(SPANS_BASE, replace=True)
         report.files = len(parquet)
         report.seconds = time.perf_counter() - started
     else:
         raise ForensicsInputError("no trace files to read")
+    con.execute(_spans_sql()[1]).fetchall()
     if parquet:
-        row = con.execute(f"SELECT count(*) FROM {SPANS}").fetchall()[0]
+        row = con.execute(f"SELECT count(*) FROM {SPANS_BASE}").fetchall()[0]
         report.spans = int(row[0])
         report.files = len(inputs.json_files) + len(parquet)
     if progress:

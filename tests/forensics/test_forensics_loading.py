@@ -1,0 +1,162 @@
+"""Loading OTLP JSON lines: the spec's quirks are accepted, bad input is refused with file and line."""
+
+from __future__ import annotations
+
+import gzip
+import io
+import json
+from pathlib import Path
+
+import pytest
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import ConsoleSpanExporter, SimpleSpanProcessor
+
+from telemetry import conventions as c
+from telemetry.exceptions import ForensicsInputError
+from telemetry.forensics import open_traces
+
+from forensics_builder import TraceBuilder, any_value, attrs, ns
+
+
+def _small() -> TraceBuilder:
+    b = TraceBuilder()
+    b.add("r1", "write_state", c.KIND_WRITE, "planner", 1, outcome=c.OUTCOME_REJECTED_STALE_VERSION,
+          attrs=attrs(STATE_KEY="k", STATE_VERSION_EXPECTED=3, DELEGATION_HOP=2,
+                      DELEGATION_CONSTRAINTS_CARRIED=["C1", "C2"], TOOL_DEDUPLICATED=True))
+    b.add("r1", "read_state", c.KIND_READ, "billing", 2, attrs=attrs(STATE_KEY="k", STATE_VERSION_READ="v4"))
+    return b
+
+
+@pytest.mark.parametrize("quirks", [frozenset(), frozenset({"upper"}), frozenset({"numbers"}),
+                                    frozenset({"omit"}), frozenset({"enum_names"}), frozenset({"unknown"}),
+                                    frozenset({"upper", "numbers", "omit", "unknown"})])
+def test_spec_quirks_load_to_the_same_spans(tmp_path: Path, quirks: frozenset[str]) -> None:
+    """Upper-case ids, numeric int64, omitted kind/status/parent, enum names and unknown fields all load the same."""
+    b = _small()
+    with open_traces([b.write(tmp_path / "t.jsonl", quirks)]) as traces:
+        rows = traces.connection.execute(
+            "SELECT trace_id, span_id, parent_span_id, kind, status_code, start_time_unix_nano, run_id, "
+            "state_version_expected, delegation_hop, constraints_carried, deduplicated, service_name, outcome "
+            "FROM spans ORDER BY start_time_unix_nano").fetchall()
+    first = b.spans[0]
+    assert rows[0][:2] == (first.trace_id, first.span_id)  # lower-cased whatever the input case
+    assert rows[0][2] is None
+    assert rows[0][3] == ("unspecified" if "omit" in quirks else "internal")
+    assert rows[0][4] == ("unset" if "omit" in quirks else "error")
+    assert rows[0][5] == ns(1)
+    assert rows[0][6:] == ("r1", "3", 2, ["C1", "C2"], True, "crew", c.OUTCOME_REJECTED_STALE_VERSION)
+    assert rows[1][10] is False
+
+
+def test_every_anyvalue_type_is_kept_and_arrays_stay_lists(tmp_path: Path) -> None:
+    """doubleValue, boolValue, bytesValue, kvlistValue and arrays are readable through attr()/attr_list()."""
+    span = {"traceId": "AB" * 16, "spanId": "CD" * 8, "name": "x", "startTimeUnixNano": 5, "endTimeUnixNano": "7",
+            "attributes": [{"key": "d", "value": {"doubleValue": 1.5}}, {"key": "b", "value": {"boolValue": False}},
+                           {"key": "y", "value": {"bytesValue": "aGk="}},
+                           {"key": "kv", "value": any_value({"a": "1"})},
+                           {"key": "arr", "value": any_value(["x", 2, True])},
+                           {"key": "d", "value": {"stringValue": "duplicate key: first wins"}}]}
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps({"resourceSpans": [{"scopeSpans": [{"spans": [span]}]}]}) + "\n")
+    with open_traces([path]) as traces:
+        row = traces.connection.execute(
+            "SELECT attr(attributes, 'd'), attr(attributes, 'b'), attr(attributes, 'y'), attr(attributes, 'kv'), "
+            "attr_list(attributes, 'arr'), duration_ms, run_id, service_name FROM spans").fetchall()[0]
+    assert row[:3] == ("1.5", "false", "aGk=")
+    assert json.loads(row[3]) == {"values": [{"key": "a", "value": {"stringValue": "1"}}]}
+    assert row[4] == ["x", "2", "true"]
+    assert row[5] == pytest.approx(2e-6)
+    assert row[6] == "ab" * 16 and row[7] is None
+
+
+def test_a_file_lacking_a_value_type_still_binds_every_column(tmp_path: Path) -> None:
+    """No boolValue anywhere: the explicit structure still binds deduplicated (auto-detection would not)."""
+    b = TraceBuilder()
+    b.add("r", "read_state", c.KIND_READ, "a", 1, attrs=attrs(STATE_KEY="k"))
+    with open_traces([b.write(tmp_path / "t.jsonl")]) as traces:
+        assert traces.connection.execute("SELECT deduplicated, plan_changed_count FROM spans").fetchall() == [(False, None)]
+
+
+def test_gzip_files_and_directories_and_globs_are_read(tmp_path: Path) -> None:
+    """A .jsonl.gz file inside a directory, and a glob, load like a plain file."""
+    lines = _small().lines()
+    (tmp_path / "d").mkdir()
+    with gzip.open(tmp_path / "d" / "x.jsonl.gz", "wt") as out:
+        out.write("\n".join(lines) + "\n")
+    with open_traces([tmp_path / "d"]) as traces:
+        assert traces.load_report.spans == 2
+    with open_traces([str(tmp_path / "d" / "*.gz")]) as traces:
+        assert traces.load_report.spans == 2
+
+
+def test_console_exporter_output_is_refused_naming_file_and_line(tmp_path: Path) -> None:
+    """The SDK's ConsoleSpanExporter output (pretty-printed, not OTLP) is refused at line 1 with what was expected."""
+    buffer = io.StringIO()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(ConsoleSpanExporter(out=buffer)))
+    with provider.get_tracer("t").start_as_current_span("execute_tool x"):
+        pass
+    provider.shutdown()
+    path = tmp_path / "console.json"
+    path.write_text(buffer.getvalue())
+    with pytest.raises(ForensicsInputError) as caught:
+        open_traces([path])
+    message = str(caught.value)
+    assert str(path) in message and "line 1" in message
+    assert "ConsoleSpanExporter" in message and "resourceSpans" in message
+
+
+def test_otlp_metrics_lines_are_refused_as_not_traces(tmp_path: Path) -> None:
+    """Valid JSON lines that are OTLP metrics are refused, naming the line."""
+    path = tmp_path / "m.jsonl"
+    path.write_text(_small().lines()[0] + "\n" + json.dumps({"resourceMetrics": []}) + "\n")
+    with pytest.raises(ForensicsInputError, match=r"line 2: OTLP metrics, not traces"):
+        open_traces([path])
+
+
+def test_malformed_middle_line_fails_unless_skip_bad_lines(tmp_path: Path) -> None:
+    """A malformed middle line is an error naming it; --skip-bad-lines reads the rest and reports where."""
+    lines = _small().lines(per_line=1)
+    path = tmp_path / "t.jsonl"
+    path.write_text(lines[0] + "\n{\"resourceSpans\": [oops\n" + lines[1] + "\n")
+    with pytest.raises(ForensicsInputError, match=r"line 2: malformed JSON") as caught:
+        open_traces([path])
+    assert str(path) in str(caught.value) and "--skip-bad-lines" in str(caught.value)
+    with open_traces([path], skip_bad_lines=True) as traces:
+        assert traces.load_report.spans == 2
+        assert traces.load_report.skipped_lines == 1
+        assert any("lines 2" in w and str(path) in w for w in traces.load_report.warnings())
+        assert traces.connection.execute("SELECT DISTINCT source_file FROM spans").fetchall() == [(str(path),)]
+
+
+def test_truncated_last_line_is_skipped_with_a_counted_warning(tmp_path: Path) -> None:
+    """A partial last line (writer killed) is dropped, the rest loads, and the warning counts the file."""
+    lines = _small().lines(per_line=1)
+    path = tmp_path / "t.jsonl"
+    path.write_text(lines[0] + "\n" + lines[1][: len(lines[1]) // 2])
+    with open_traces([path]) as traces:
+        assert traces.load_report.spans == 1
+        assert traces.load_report.truncated == [path.resolve()]
+        assert "truncated last line in 1 file(s)" in traces.load_report.warnings()[0]
+        assert traces.connection.execute("SELECT source_file FROM spans").fetchall() == [(str(path.resolve()),)]
+
+
+def test_last_line_without_newline_but_complete_is_kept(tmp_path: Path) -> None:
+    """A complete last line that merely lacks its newline is not truncation."""
+    path = tmp_path / "t.jsonl"
+    path.write_text("\n".join(_small().lines(per_line=1)))
+    with open_traces([path]) as traces:
+        assert traces.load_report.spans == 2 and not traces.load_report.warnings()
+
+
+@pytest.mark.parametrize("make, expected", [
+    (lambda p: p / "missing.jsonl", "does not exist"),
+    (lambda p: (p / "empty").mkdir() or p / "empty", "holds no trace files"),
+    (lambda p: str(p / "*.nothing"), "matches no file"),
+])
+def test_missing_path_empty_directory_and_empty_glob_are_clear_errors(tmp_path: Path, make, expected: str) -> None:  # type: ignore[no-untyped-def]
+    """Missing paths, empty directories and globs that match nothing raise ForensicsInputError naming them."""
+    target = make(tmp_path)
+    with pytest.raises(ForensicsInputError, match=expected) as caught:
+        open_traces([target])
+    assert str(target) in str(caught.value)
