@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 import secrets
 import sqlite3
+import threading
 import time
 from typing import Any, Final, Union
 
@@ -145,10 +146,17 @@ def _readback(call: Call, result: Any) -> bool | None:
     """``write_state``/``force_write_state`` read-back: the row (or its log entry) holds what was sent."""
     if not isinstance(result, dict) or result.get("ok") is not True:
         return None
-    arguments = call.arguments
-    owner: StateStore = arguments["self"]
-    value_json = _checks.canonical_json("value", arguments["value"], max_bytes=owner.max_value_bytes)
-    return persisted(owner.store, result["key"], result["version"], value_json)
+    owner = call.args[0] if call.args else None
+    if not isinstance(owner, StateStore):  # pragma: no cover - the tools are methods
+        return None
+    key, version = result["key"], result["version"]
+    sent = getattr(owner._sent, "last", None)
+    if sent is not None and sent[0] == key and sent[1] == version:
+        value_json = sent[2]  # what this thread just sent (saves binding and re-encoding)
+    else:
+        arguments = call.arguments
+        value_json = _checks.canonical_json("value", arguments["value"], max_bytes=owner.max_value_bytes)
+    return persisted(owner.store, key, version, value_json)
 
 
 class StateStore:
@@ -165,6 +173,7 @@ class StateStore:
             raise GuardError(f"max_value_bytes must be a positive integer, got {max_value_bytes!r}")
         self.store = store
         self.max_value_bytes = max_value_bytes
+        self._sent = threading.local()  # (key, version, value JSON) of this thread's last write
         ensure_state_schema(store)
 
     @instrument_tool(name="read_state", kind=c.KIND_READ)
@@ -207,16 +216,23 @@ class StateStore:
             value_json = _checks.canonical_json("value", value, max_bytes=self.max_value_bytes)
         except BadInput as bad:
             return bad.envelope
-        call.set_attributes({c.STATE_KEY: key, c.STATE_VERSION_EXPECTED: expected_version, c.GEN_AI_AGENT_ID: agent_id})
-        with self.store.transaction() as conn:
-            # The conditional write is the check: when it wrote, the version at check time was
-            # expected_version; when it did not, read what the key is at instead.
-            written = put(conn, key, value_json, expected_version, actor=agent_id)
-            row = current_row(conn, key) if written is None else None
+        attributes = {c.STATE_KEY: key, c.STATE_VERSION_EXPECTED: expected_version, c.GEN_AI_AGENT_ID: agent_id}
+        try:
+            with self.store.transaction() as conn:
+                # The conditional write is the check: when it wrote, the version at check time
+                # was expected_version; when it did not, read what the key is at instead.
+                written = put(conn, key, value_json, expected_version, actor=agent_id)
+                row = current_row(conn, key) if written is None else None
+            if written is None:
+                attributes[c.STATE_VERSION_CURRENT] = row[1] if row is not None else ABSENT_VERSION
+            else:
+                attributes[c.STATE_VERSION_CURRENT] = expected_version
+                attributes[c.STATE_VERSION_WRITTEN] = written
+        finally:
+            call.set_attributes(attributes)  # once, on every path: each span call costs
         if written is None:
-            call.set_attribute(c.STATE_VERSION_CURRENT, row[1] if row is not None else ABSENT_VERSION)
             return _stale(key, expected_version, row)
-        call.set_attributes({c.STATE_VERSION_CURRENT: expected_version, c.STATE_VERSION_WRITTEN: written})
+        self._sent.last = (key, written, value_json)
         return success(key=key, version=written, previous_version=expected_version)
 
     @instrument_tool(name="force_write_state", kind=c.KIND_WRITE, readback=_readback)
@@ -243,6 +259,7 @@ class StateStore:
             current_version = row[1] if row is not None else ABSENT_VERSION
             written = put(conn, key, value_json, current_version, actor=operator, forced=True)
         assert written is not None, "the write lock is held: the version cannot have moved"
+        self._sent.last = (key, written, value_json)
         call.set_outcome(c.OUTCOME_FORCED)
         call.set_attributes(
             {
