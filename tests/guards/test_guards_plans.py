@@ -189,6 +189,7 @@ def test_wrong_collection_is_postcondition_failed_with_every_write_ok(shop: Shop
     assert result["objects_matched"] == 4 and result["changed_count"] == 0
     assert result["outside_target_changed_count"] == 4
     assert result["outside_target_sample"][0] == "products/winter-0"
+    assert "not undone" in result["message"] and "do not retry" in result["message"]
     attrs = telemetry_capture.span("commit_plan").attributes
     assert attrs[c.TOOL_TRANSPORT] == c.TRANSPORT_OK
     assert attrs[c.TOOL_READBACK] == c.READBACK_MATCH
