@@ -11,7 +11,8 @@ The rules, in order:
   ``rejected_stale_version`` (409, 412), ``invalid_argument`` (400, 422) or ``error``;
 - an envelope ``{"ok": false, "error": CODE}`` gives outcome CODE (``error`` when CODE is absent);
 - ``{"rejected": true}`` gives ``rejected_stale_version``;
-- an MCP-style ``isError: true`` (mapping key or attribute, as on ``CallToolResult``) gives
+- an MCP-style ``isError: true`` (mapping key, or the ``is_error``/``isError`` attribute of an
+  SDK ``CallToolResult``) gives
   ``tool_error``, or the code of an ``{"ok": false, "error": CODE}`` structured result.
 """
 
@@ -62,7 +63,15 @@ def _envelope_outcome(result: Mapping[str, Any]) -> str | None:
 def _is_error(result: Any) -> bool:
     if isinstance(result, Mapping):
         return result.get("isError") is True
-    return getattr(result, "isError", None) is True
+    # The wire name is isError; the mcp 2.x SDK's CallToolResult spells the attribute is_error.
+    return getattr(result, "is_error", None) is True or getattr(result, "isError", None) is True
+
+
+def _structured(result: Any) -> Any:
+    if isinstance(result, Mapping):
+        return result.get("structuredContent")
+    found = getattr(result, "structured_content", None)
+    return found if found is not None else getattr(result, "structuredContent", None)
 
 
 def classify_result(result: Any) -> ResultClass:
@@ -77,9 +86,7 @@ def classify_result(result: Any) -> ResultClass:
         if envelope is not None:
             return ResultClass(c.TRANSPORT_OK, envelope, status)
     if _is_error(result):
-        structured = result.get("structuredContent") if isinstance(result, Mapping) else getattr(
-            result, "structuredContent", None
-        )
+        structured = _structured(result)
         code = _envelope_outcome(structured) if isinstance(structured, Mapping) else None
         return ResultClass(c.TRANSPORT_OK, code or c.OUTCOME_TOOL_ERROR, status)
     if status is not None:

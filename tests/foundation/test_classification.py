@@ -320,3 +320,17 @@ def test_single_label_series_exist_from_the_first_call(telemetry_capture: Captur
     notify()
     for name in (c.METRIC_CONSTRAINT_WAIVERS_TOTAL, c.METRIC_STALE_SENDS_TOTAL, c.METRIC_IDEMPOTENT_REPLAYS_TOTAL):
         assert telemetry_capture.sample(name, {"tool": "notify"}) == 0.0
+
+
+def test_mcp_sdk_call_tool_result_is_a_tool_error(telemetry_capture: Capture) -> None:
+    """The mcp SDK's CallToolResult (attribute is_error) is transport ok, outcome tool_error or its code."""
+    types = pytest.importorskip("mcp.types")
+
+    @telemetry.instrument_tool
+    def tool(code: str | None) -> Any:
+        structured = {"ok": False, "error": code} if code else None
+        return types.CallToolResult(content=[], is_error=True, structured_content=structured)
+
+    tool(None), tool("rejected_stale_version")
+    outcomes = [s.attributes[c.TOOL_OUTCOME] for s in telemetry_capture.spans("tool")]
+    assert outcomes == ["tool_error", "rejected_stale_version"]
