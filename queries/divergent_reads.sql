@@ -14,55 +14,56 @@
 --
 -- Example: run r-17, key invoice/42: planner read v3, billing read v4, planner wrote expecting
 --   v3; version_at_write v4, stale_side writer, write_outcome ok (lost_update true).
-WITH reads AS (
-    SELECT run_id, agent_id, state_key, state_version_read AS version, start_time_unix_nano AS t
+WITH all_reads AS (
+    SELECT run_id, agent_id, coalesce(agent_id, '') AS agent_key, state_key,
+           state_version_read AS version, start_time_unix_nano AS t
     FROM spans
     WHERE tool_kind = 'read' AND state_key IS NOT NULL AND state_version_read IS NOT NULL
 ),
+-- Only keys read at two or more versions within a run can diverge; everything below is limited to them.
+divergent_keys AS (
+    SELECT run_id, state_key FROM all_reads GROUP BY run_id, state_key HAVING count(DISTINCT version) > 1
+),
+reads AS (
+    SELECT r.* FROM all_reads r SEMI JOIN divergent_keys d ON d.run_id = r.run_id AND d.state_key = r.state_key
+),
 writes AS (
-    SELECT
-        w.run_id, w.agent_id, w.state_key, w.outcome, w.trace_id, w.span_id, w.start_time,
-        w.start_time_unix_nano AS t, w.state_version_current,
-        coalesce(w.state_version_expected, (
-            SELECT r.version FROM reads r
-            WHERE r.run_id = w.run_id AND r.state_key = w.state_key
-              AND r.agent_id IS NOT DISTINCT FROM w.agent_id AND r.t < w.start_time_unix_nano
-            ORDER BY r.t DESC LIMIT 1)) AS baseline
-    FROM spans w
-    WHERE w.tool_kind = 'write' AND w.state_key IS NOT NULL
+    SELECT s.run_id, s.agent_id, coalesce(s.agent_id, '') AS agent_key, s.state_key, s.outcome, s.trace_id,
+           s.span_id, s.start_time, s.start_time_unix_nano AS t, s.state_version_expected,
+           s.state_version_current, s.state_version_written
+    FROM spans s SEMI JOIN divergent_keys d ON d.run_id = s.run_id AND d.state_key = s.state_key
+    WHERE s.tool_kind = 'write'
+),
+-- The writer's own latest read of the key before the write (ASOF: the nearest earlier one). The
+-- baseline is the expected version, else that read; the write counts when it wrote on what it read.
+based AS (
+    SELECT w.*, r.version AS baseline
+    FROM writes w
+    ASOF JOIN reads r
+      ON r.run_id = w.run_id AND r.state_key = w.state_key AND r.agent_key = w.agent_key AND w.t > r.t
+    WHERE coalesce(w.state_version_expected, r.version) = r.version
 ),
 observations AS (
     SELECT run_id, state_key, version, t FROM reads
     UNION ALL
-    SELECT run_id, state_key, state_version_written, start_time_unix_nano
-    FROM spans
-    WHERE tool_kind = 'write' AND state_version_written IS NOT NULL AND outcome IN ('ok', 'forced')
+    SELECT run_id, state_key, state_version_written, t
+    FROM writes
+    WHERE state_version_written IS NOT NULL AND outcome IN ('ok', 'forced')
+),
+judged AS (
+    SELECT b.*, coalesce(b.state_version_current, o.version) AS version_at_write
+    FROM based b
+    ASOF LEFT JOIN observations o ON o.run_id = b.run_id AND o.state_key = b.state_key AND b.t > o.t
 ),
 pairs AS (
     SELECT DISTINCT
-        w.run_id, w.state_key, w.agent_id AS writer_agent, w.baseline AS writer_version,
-        r.agent_id AS other_agent, r.version AS other_version, w.outcome AS write_outcome,
-        w.start_time AS write_time, w.trace_id, w.span_id AS write_span_id, w.t,
-        w.state_version_current
-    FROM writes w
+        j.run_id, j.state_key, j.agent_id AS writer_agent, j.baseline AS writer_version,
+        r.agent_id AS other_agent, r.version AS other_version, j.version_at_write,
+        j.outcome AS write_outcome, j.start_time AS write_time, j.trace_id, j.span_id AS write_span_id
+    FROM judged j
     JOIN reads r
-      ON r.run_id = w.run_id AND r.state_key = w.state_key AND r.t < w.t
-     AND r.agent_id IS DISTINCT FROM w.agent_id AND r.version <> w.baseline
-    WHERE w.baseline IS NOT NULL
-      -- the writer itself read the key at its baseline in this run (the divergence is between reads)
-      AND EXISTS (SELECT 1 FROM reads mine
-                  WHERE mine.run_id = w.run_id AND mine.state_key = w.state_key
-                    AND mine.agent_id IS NOT DISTINCT FROM w.agent_id
-                    AND mine.version = w.baseline AND mine.t < w.t)
-),
-judged AS (
-    SELECT
-        p.*,
-        coalesce(p.state_version_current, (
-            SELECT o.version FROM observations o
-            WHERE o.run_id = p.run_id AND o.state_key = p.state_key AND o.t < p.t
-            ORDER BY o.t DESC LIMIT 1)) AS version_at_write
-    FROM pairs p
+      ON r.run_id = j.run_id AND r.state_key = j.state_key AND r.t < j.t
+     AND r.agent_key <> j.agent_key AND r.version <> j.baseline
 )
 SELECT
     run_id, state_key, writer_agent, writer_version, other_agent, other_version, version_at_write,
@@ -70,5 +71,5 @@ SELECT
     write_outcome,
     (writer_version IS DISTINCT FROM version_at_write AND write_outcome = 'ok') AS lost_update,
     write_time, trace_id, write_span_id
-FROM judged
+FROM pairs
 ORDER BY lost_update DESC, stale_side DESC, write_time, run_id, state_key, other_agent;

@@ -14,57 +14,69 @@
 -- Example: same_baseline, key cart/9, baseline v7: planner's write at 10:02 and writer's at
 --   10:03 both derived from v7; the planner's update is lost.
 WITH reads AS (
-    SELECT run_id, agent_id, state_key, state_version_read AS version, start_time_unix_nano AS t
+    SELECT run_id, coalesce(agent_id, '') AS agent_key, state_key, state_version_read AS version,
+           start_time_unix_nano AS t
     FROM spans
     WHERE tool_kind = 'read' AND state_key IS NOT NULL AND state_version_read IS NOT NULL
 ),
+writes AS (
+    SELECT run_id, agent_id, coalesce(agent_id, '') AS agent_key, state_key, trace_id, span_id,
+           start_time, start_time_unix_nano AS t, state_version_written, state_version_expected
+    FROM spans
+    WHERE tool_kind = 'write' AND state_key IS NOT NULL AND outcome IN ('ok', 'forced')
+),
+unguarded AS (
+    SELECT * FROM writes WHERE state_version_expected IS NULL
+),
+-- Only the keys an unguarded write touched need the (sorting) ASOF joins below.
+unguarded_keys AS (
+    SELECT DISTINCT state_key FROM unguarded
+),
+-- The baseline: the expected version, else the writer's latest read of the key earlier in the run.
 accepted AS (
-    SELECT
-        w.run_id, w.agent_id, w.state_key, w.trace_id, w.span_id, w.start_time,
-        w.start_time_unix_nano AS t, w.state_version_written, w.state_version_expected,
-        coalesce(w.state_version_expected, (
-            SELECT r.version FROM reads r
-            WHERE r.run_id = w.run_id AND r.state_key = w.state_key
-              AND r.agent_id IS NOT DISTINCT FROM w.agent_id AND r.t < w.start_time_unix_nano
-            ORDER BY r.t DESC LIMIT 1)) AS baseline
-    FROM spans w
-    WHERE w.tool_kind = 'write' AND w.state_key IS NOT NULL AND w.outcome IN ('ok', 'forced')
+    SELECT *, state_version_expected AS baseline FROM writes WHERE state_version_expected IS NOT NULL
+    UNION ALL BY NAME
+    SELECT w.*, r.version AS baseline
+    FROM unguarded w
+    ASOF LEFT JOIN (SELECT * FROM reads SEMI JOIN unguarded_keys k ON k.state_key = reads.state_key) r
+      ON r.run_id = w.run_id AND r.state_key = w.state_key AND r.agent_key = w.agent_key AND w.t > r.t
 ),
 observations AS (
-    SELECT state_key, version, t FROM reads
+    SELECT state_key, version, t FROM reads SEMI JOIN unguarded_keys k ON k.state_key = reads.state_key
     UNION ALL
-    SELECT state_key, state_version_written, t FROM accepted WHERE state_version_written IS NOT NULL
+    SELECT state_key, state_version_written, t FROM writes SEMI JOIN unguarded_keys k ON k.state_key = writes.state_key
+    WHERE state_version_written IS NOT NULL
 ),
-ranked AS (
-    SELECT *,
-        first_value(span_id) OVER w AS first_span_id,
-        first_value(run_id) OVER w AS first_run_id,
-        first_value(agent_id) OVER w AS first_agent_id,
-        first_value(state_version_written) OVER w AS first_written,
-        row_number() OVER w AS n
-    FROM accepted
-    WHERE baseline IS NOT NULL
-    WINDOW w AS (PARTITION BY state_key, baseline ORDER BY t, span_id)
+-- Keys whose baseline more than one accepted write used, with the first of those writes.
+shared_keys AS (
+    SELECT state_key, baseline FROM accepted WHERE baseline IS NOT NULL
+    GROUP BY state_key, baseline HAVING count(*) > 1
+),
+shared AS (
+    SELECT a.state_key, a.baseline, arg_min(a.span_id, a.t) AS first_span_id,
+           arg_min(a.run_id, a.t) AS first_run_id, arg_min(a.agent_id, a.t) AS first_agent_id,
+           arg_min(a.state_version_written, a.t) AS first_written
+    FROM accepted a
+    SEMI JOIN shared_keys k ON k.state_key = a.state_key AND k.baseline = a.baseline
+    GROUP BY a.state_key, a.baseline
 ),
 same_baseline AS (
-    SELECT 'same_baseline' AS kind, state_key, baseline AS baseline_version,
-           first_written AS newer_version, run_id, agent_id, start_time AS write_time, trace_id,
-           span_id, first_run_id AS earlier_run_id, first_agent_id AS earlier_agent_id,
-           first_span_id AS earlier_span_id
-    FROM ranked
-    WHERE n > 1
+    SELECT 'same_baseline' AS kind, a.state_key, a.baseline AS baseline_version,
+           s.first_written AS newer_version, a.run_id, a.agent_id, a.start_time AS write_time,
+           a.trace_id, a.span_id, s.first_run_id AS earlier_run_id,
+           s.first_agent_id AS earlier_agent_id, s.first_span_id AS earlier_span_id
+    FROM accepted a
+    JOIN shared s ON s.state_key = a.state_key AND s.baseline = a.baseline
+    WHERE a.span_id <> s.first_span_id
 ),
 stale_baseline AS (
     SELECT 'stale_baseline' AS kind, a.state_key, a.baseline AS baseline_version,
-           latest.version AS newer_version, a.run_id, a.agent_id, a.start_time AS write_time,
+           o.version AS newer_version, a.run_id, a.agent_id, a.start_time AS write_time,
            a.trace_id, a.span_id, NULL AS earlier_run_id, NULL AS earlier_agent_id,
            NULL AS earlier_span_id
-    FROM accepted a,
-         LATERAL (SELECT o.version FROM observations o
-                  WHERE o.state_key = a.state_key AND o.t < a.t
-                  ORDER BY o.t DESC LIMIT 1) latest
-    WHERE a.state_version_expected IS NULL AND a.baseline IS NOT NULL
-      AND latest.version <> a.baseline
+    FROM (SELECT * FROM accepted WHERE state_version_expected IS NULL AND baseline IS NOT NULL) a
+    ASOF JOIN observations o ON o.state_key = a.state_key AND a.t > o.t
+    WHERE o.version <> a.baseline
 )
 SELECT * FROM same_baseline
 UNION ALL

@@ -23,25 +23,29 @@ holdings AS (
     WHERE tool_kind = 'read' AND objective_task_id IS NOT NULL AND objective_version IS NOT NULL
       AND agent_id IS NOT NULL
 ),
+held AS (
+    SELECT DISTINCT run_id, agent_id, objective_task_id FROM holdings
+),
 actions AS (
     SELECT a.run_id, a.agent_id, a.tool_name, a.start_time, a.start_time_unix_nano AS t,
-           a.trace_id, a.span_id, h.objective_task_id, h.objective_version AS held_version
+           a.trace_id, a.span_id, h.objective_task_id
     FROM spans a
-    JOIN holdings h ON h.run_id = a.run_id AND h.agent_id = a.agent_id AND h.t < a.start_time_unix_nano
+    JOIN held h ON h.run_id = a.run_id AND h.agent_id = a.agent_id
     WHERE a.tool_kind IN ('write', 'send', 'delegate')
-      -- h is the latest holding of that objective by this agent before the action
-      AND NOT EXISTS (SELECT 1 FROM holdings h2
-                      WHERE h2.run_id = h.run_id AND h2.agent_id = h.agent_id
-                        AND h2.objective_task_id = h.objective_task_id
-                        AND h2.t > h.t AND h2.t < a.start_time_unix_nano)
+),
+-- What the agent held at the action: its latest get_objective of that objective before it.
+holding AS (
+    SELECT a.*, h.objective_version AS held_version
+    FROM actions a
+    ASOF JOIN holdings h
+      ON h.run_id = a.run_id AND h.agent_id = a.agent_id AND h.objective_task_id = a.objective_task_id
+     AND a.t > h.t
 ),
 judged AS (
-    SELECT a.*, cur.objective_version AS current_version, cur.start_time AS superseded_at
-    FROM actions a,
-         LATERAL (SELECT p.objective_version, p.start_time FROM publications p
-                  WHERE p.objective_task_id = a.objective_task_id AND p.t < a.t
-                  ORDER BY p.t DESC LIMIT 1) cur
-    WHERE cur.objective_version <> a.held_version
+    SELECT x.*, p.objective_version AS current_version, p.start_time AS superseded_at
+    FROM holding x
+    ASOF JOIN publications p ON p.objective_task_id = x.objective_task_id AND x.t > p.t
+    WHERE p.objective_version <> x.held_version
 )
 SELECT
     run_id, agent_id, objective_task_id, held_version,

@@ -17,14 +17,10 @@ WITH publications AS (
       AND coalesce(tool_kind, '') NOT IN ('read', 'send') AND coalesce(outcome, 'ok') = 'ok'
 ),
 sends AS (
-    SELECT
-        s.*,
-        coalesce(s.policy_version_current, (
-            SELECT p.objective_version FROM publications p
-            WHERE p.objective_task_id = s.objective_task_id AND p.t < s.start_time_unix_nano
-            ORDER BY p.t DESC LIMIT 1)) AS current_version
-    FROM spans s
-    WHERE s.tool_kind = 'send' AND s.policy_version IS NOT NULL
+    SELECT s.*, coalesce(s.policy_version_current, p.objective_version) AS current_version
+    FROM (SELECT *, start_time_unix_nano AS t FROM spans
+          WHERE tool_kind = 'send' AND policy_version IS NOT NULL) s
+    ASOF LEFT JOIN publications p ON p.objective_task_id = s.objective_task_id AND s.t > p.t
 )
 SELECT
     CASE WHEN outcome = 'stale_policy' THEN 'refused' ELSE 'sent_stale' END AS verdict,
