@@ -246,6 +246,10 @@ SEVERITY_CRITICAL: Final = "critical"
 """Page a human now."""
 SEVERITY_WARNING: Final = "warning"
 """Open a ticket; look during working hours."""
+LABEL_ALERTNAME: Final = "alertname"
+"""Prometheus's own label holding an alert's name (promtool reports alerts with it)."""
+ANNOTATION_SUMMARY: Final = "summary"
+"""The one-line alert annotation every shipped alert carries (``telemetry.alerting`` reads it)."""
 
 NOT_BAD_OUTCOMES: Final = frozenset({OUTCOME_OK, OUTCOME_FORCED}) | REFUSAL_OUTCOMES
 """Outcomes the 200-with-bad-outcome page ignores: success, an operator's counted force, and
