@@ -90,7 +90,9 @@ def set_hash(targets: list[tuple[str, str]]) -> str:
     return "sha256:" + _checks.digest(*(f"{key}\t{version}" for key, version in targets))
 
 
-def postcondition(plan_id: str, targets: set[str], changed: set[str]) -> dict[str, Any]:
+def postcondition(plan_id: str, targets: set[str], changed: set[str], *, undone: bool) -> dict[str, Any]:
+    """The set-level check: exactly the planned objects changed. ``undone`` says the writes of a
+    failing commit were rolled back (the message then says nothing changed)."""
     inside, outside, missing = changed & targets, sorted(changed - targets), sorted(targets - changed)
     counts: dict[str, Any] = {
         "plan_id": plan_id,
@@ -100,12 +102,22 @@ def postcondition(plan_id: str, targets: set[str], changed: set[str]) -> dict[st
     }
     if not outside and not missing:
         return success(**counts, message=f"Committed: the change log shows exactly the {len(targets)} planned objects changed.")
+    shown = (
+        f"the commit's writes returned ok, but the change log shows {len(inside)} of {len(targets)} planned objects "
+        f"changed and {len(outside)} objects outside the plan changed. "
+    )
+    then = (
+        "Every write of this commit was rolled back: nothing changed. The action is wrong, so do not retry this "
+        "plan; report it to a human with the plan_id, the outside_target sample and the unchanged sample."
+        if undone
+        else "The writes are not undone: do not retry; report this to a human with the plan_id, the "
+        "outside_target sample and the unchanged sample."
+    )
     return refusal(
         c.OUTCOME_POSTCONDITION_FAILED,
-        f"the commit's writes were made, but the change log shows {len(inside)} of {len(targets)} planned objects "
-        f"changed and {len(outside)} objects outside the plan changed. The writes are not undone: do not retry; "
-        f"report this to a human with the plan_id, the outside_target sample and the unchanged sample.",
+        shown + then,
         retry=False,
+        undone=undone,
         **counts,
         outside_target_sample=outside[:10],
         unchanged_sample=missing[:10],

@@ -14,7 +14,10 @@ After the writes the commit checks a set-level postcondition against the store's
 object back through the path that wrote it: ``changed_count == objects_matched`` and
 ``outside_target_changed_count == 0``. An action that wrote the wrong objects, each write
 returning ok, ends as ``postcondition_failed`` with transport ok and read-back match: the
-wrong-collection repricing, made visible.
+wrong-collection repricing, made visible. Because the check runs inside the commit's
+transaction, the commit then rolls every write back (``undone: true``), so the failure is
+refused rather than merely reported; ``Planner(..., undo_on_postcondition_failure=False)``
+keeps the writes and only reports them.
 
 Objects are state keys of :class:`~telemetry.guards.state.StateStore` named ``{object_set}/{id}``
 whose values are JSON objects; a target predicate is a mapping of field to value that every
@@ -71,7 +74,15 @@ CREATE TABLE IF NOT EXISTS guard_plans (
     committed_at  REAL
 );
 """
-_PLANNED, _COMMITTED = "planned", "committed"
+_PLANNED, _COMMITTED, _FAILED = "planned", "committed", "failed"
+
+
+class _Undo(Exception):
+    """Raised inside a commit's transaction to roll its writes back; carries the result."""
+
+    def __init__(self, result: dict[str, Any]) -> None:
+        super().__init__(result.get("message"))
+        self.result = result
 _REPLAN = "make a new plan with plan_change and have it confirmed again"
 
 
@@ -97,6 +108,7 @@ class Planner:
         max_objects: int = 10_000,
         sample_size: int = 5,
         max_ttl_seconds: float = 24 * 3600.0,
+        undo_on_postcondition_failure: bool = True,
     ) -> None:
         if not isinstance(state, StateStore):
             raise GuardError(f"Planner needs a telemetry.guards.StateStore, got {type(state).__name__}")
@@ -108,6 +120,7 @@ class Planner:
         self.max_objects = max_objects
         self.sample_size = sample_size
         self.max_ttl_seconds = max_ttl_seconds
+        self.undo_on_postcondition_failure = undo_on_postcondition_failure
         self._actions: dict[str, Action] = {}
         state.store.ensure_schema(SCHEMA_NAME, DDL)
 
@@ -205,8 +218,9 @@ class Planner:
         Refused, with nothing written, as ``plan_expired`` (make a new plan) or
         ``plan_binding_moved`` (the objects, policy or schema changed since: make a new plan and
         have it approved again). Committing the same plan twice returns the first result with
-        ``deduplicated: true``. A result ``postcondition_failed`` means the writes were made but
-        did not change exactly the planned objects: report it, do not retry.
+        ``deduplicated: true``. A result ``postcondition_failed`` means the writes returned ok but
+        did not change exactly the planned objects; they were rolled back (``undone: true``) and
+        nothing changed: report it, do not retry this plan.
         """
         call = current_call()
         try:
@@ -228,7 +242,7 @@ class Planner:
             )
         targets = [(k, v) for k, v in json.loads(plan["targets"])]
         call.set_attributes({c.PLAN_OBJECTS_MATCHED: len(targets), c.IDEMPOTENCY_PAYLOAD_HASH: plan["manifest_hash"][:32]})
-        if plan["status"] == _COMMITTED:
+        if plan["status"] in (_COMMITTED, _FAILED):
             return _replay(plan["result"])
         if time.time() > plan["expires_at"]:
             return refusal(
@@ -262,44 +276,52 @@ class Planner:
         """Write the plan in one transaction (or refuse when the object set moved: nothing written)."""
         call = current_call()
         plan_id = plan["plan_id"]
-        with self.state.store.transaction() as conn:
-            status, stored = conn.execute(
-                "SELECT status, result FROM guard_plans WHERE plan_id = ?", (plan_id,)
-            ).fetchone()
-            if status == _COMMITTED:  # a concurrent commit of the same plan won
-                return _replay(stored)
-            now_matched = match_objects(conn, plan["object_set"], json.loads(plan["predicate"]))
-            now_hash = set_hash(now_matched)
-            if now_hash != bound_to[OBJECT_SET_HASH]:
-                moved = {OBJECT_SET_HASH: {"planned": bound_to[OBJECT_SET_HASH], "current": now_hash}}
-                return _binding_moved(plan_id, moved, _REPLAN, objects_matched_now=len(now_matched))
-            writer = PlanWriter(conn, plan_id, actor, self.state.max_value_bytes)
-            action, params = self._actions[plan["action"]], json.loads(plan["params"])
-            for key, value in object_values(conn, [k for k, _ in targets]):
-                action(writer, key, value, params)
-            changed = {
-                row[0] for row in conn.execute("SELECT DISTINCT key FROM guard_changes WHERE change_ref = ?", (plan_id,))
-            }
-            result = postcondition(plan_id, {k for k, _ in targets}, changed)
-            conn.execute(
-                "UPDATE guard_plans SET status = ?, result = ?, committed_at = ? WHERE plan_id = ?",
-                (_COMMITTED, json.dumps(result), time.time(), plan_id),
-            )
+        undo = self.undo_on_postcondition_failure
+        try:
+            with self.state.store.transaction() as conn:
+                status, stored = conn.execute(
+                    "SELECT status, result FROM guard_plans WHERE plan_id = ?", (plan_id,)
+                ).fetchone()
+                if status in (_COMMITTED, _FAILED):  # a concurrent commit of the same plan won
+                    return _replay(stored)
+                now_matched = match_objects(conn, plan["object_set"], json.loads(plan["predicate"]))
+                now_hash = set_hash(now_matched)
+                if now_hash != bound_to[OBJECT_SET_HASH]:
+                    moved = {OBJECT_SET_HASH: {"planned": bound_to[OBJECT_SET_HASH], "current": now_hash}}
+                    return _binding_moved(plan_id, moved, _REPLAN, objects_matched_now=len(now_matched))
+                writer = PlanWriter(conn, plan_id, actor, self.state.max_value_bytes)
+                action, params = self._actions[plan["action"]], json.loads(plan["params"])
+                for key, value in object_values(conn, [k for k, _ in targets]):
+                    action(writer, key, value, params)
+                changed = {
+                    row[0]
+                    for row in conn.execute("SELECT DISTINCT key FROM guard_changes WHERE change_ref = ?", (plan_id,))
+                }
+                result = postcondition(plan_id, {k for k, _ in targets}, changed, undone=undo)
+                # Read back inside the transaction: the writes persisted as sent (state success)
+                # whether or not the set is right (intent success); the undo comes after.
+                readback = _persisted(conn, writer.written)
+                if undo and not result["ok"]:
+                    raise _Undo(result)
+                conn.execute(
+                    "UPDATE guard_plans SET status = ?, result = ?, committed_at = ? WHERE plan_id = ?",
+                    (_COMMITTED, json.dumps(result), time.time(), plan_id),
+                )
+        except _Undo as undone:
+            result = undone.result
+            with self.state.store.transaction() as conn:
+                conn.execute(
+                    "UPDATE guard_plans SET status = ?, result = ?, committed_at = ? WHERE plan_id = ? AND status = ?",
+                    (_FAILED, json.dumps(result), time.time(), plan_id, _PLANNED),
+                )
         call.set_attributes(
             {
                 c.PLAN_CHANGED_COUNT: result["changed_count"],
                 c.PLAN_OUTSIDE_TARGET_CHANGED_COUNT: result["outside_target_changed_count"],
             }
         )
-        call.set_readback(self._read_back(writer.written))
+        call.set_readback(readback)
         return result
-
-    def _read_back(self, written: dict[str, tuple[str, str]]) -> bool | None:
-        """Every object write persisted as sent (through the database, after the commit)."""
-        if not written:
-            return None
-        with self.state.store.read() as conn:
-            return all(current_row(conn, key) == (value_json, version) for key, (version, value_json) in written.items())
 
     # --- helpers -----------------------------------------------------------------------------
 
@@ -322,6 +344,13 @@ class Planner:
 
     def _current_bindings(self) -> dict[str, str]:
         return {name: str(provider()) for name, provider in sorted(self.bindings.items())}
+
+
+def _persisted(conn: sqlite3.Connection, written: dict[str, tuple[str, str]]) -> bool | None:
+    """Every object write of the commit persisted as sent (None when it wrote nothing)."""
+    if not written:
+        return None
+    return all(current_row(conn, key) == (value_json, version) for key, (version, value_json) in written.items())
 
 
 def _binding_moved(plan_id: str | None, moved: dict[str, Any], todo: str, **context: Any) -> dict[str, Any]:

@@ -171,9 +171,13 @@ def test_stale_stated_binding_is_refused_at_plan_time(shop: Shop) -> None:
     assert shop.plan(bindings={"policy_version": "14"})["ok"]
 
 
-def test_wrong_collection_is_postcondition_failed_with_every_write_ok(shop: Shop, telemetry_capture: Capture) -> None:
+@pytest.mark.parametrize("undo", [True, False], ids=["rolled-back", "kept"])
+def test_wrong_collection_is_postcondition_failed_with_every_write_ok(
+    shop: Shop, telemetry_capture: Capture, undo: bool
+) -> None:
     """An action that reprices the winter twin of each planned object: every write ok, read-back match,
-    outcome postcondition_failed (the wrong-collection repricing)."""
+    outcome postcondition_failed (the wrong-collection repricing); by default the writes are rolled back."""
+    shop.planner.undo_on_postcondition_failure = undo
     write_results: list[dict[str, Any]] = []
 
     def reprice_by_stale_lookup(writer: PlanWriter, key: str, value: Any, params: dict[str, Any]) -> None:
@@ -189,7 +193,8 @@ def test_wrong_collection_is_postcondition_failed_with_every_write_ok(shop: Shop
     assert result["objects_matched"] == 4 and result["changed_count"] == 0
     assert result["outside_target_changed_count"] == 4
     assert result["outside_target_sample"][0] == "products/winter-0"
-    assert "not undone" in result["message"] and "do not retry" in result["message"]
+    assert result["undone"] is undo and "do not retry" in result["message"]
+    assert ("rolled back: nothing changed" in result["message"]) is undo
     attrs = telemetry_capture.span("commit_plan").attributes
     assert attrs[c.TOOL_TRANSPORT] == c.TRANSPORT_OK
     assert attrs[c.TOOL_READBACK] == c.READBACK_MATCH
@@ -198,7 +203,9 @@ def test_wrong_collection_is_postcondition_failed_with_every_write_ok(shop: Shop
     assert telemetry_capture.calls(
         "commit_plan", transport=c.TRANSPORT_OK, readback=c.READBACK_MATCH, outcome=c.OUTCOME_POSTCONDITION_FAILED
     ) == 1
-    assert shop.prices()["products/winter-0"] == 80  # the writes happened: this is detection, not undo
+    # Rolled back, the winter prices are untouched; kept, the writes happened (detection only).
+    assert (shop.prices()["products/winter-0"] == 80) is not undo
+    assert shop.planner.commit_plan(plan["plan_id"])["deduplicated"] is True  # the verdict is final
 
 
 def test_partial_execution_is_postcondition_failed(shop: Shop) -> None:
