@@ -1,0 +1,147 @@
+"""``outcome-telemetry demo``: run the crew, then forensics and alert evaluation over its output."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from .. import conventions as c
+from ..alerting import FiringAlert, samples_from_registry, would_fire
+from ..exceptions import ConfigurationError
+from ..forensics import QUESTION_NAMES, open_traces
+from ..resources import data_dir
+from .manifest import score
+from .report import Findings, print_report
+from .runner import CrewResult, run_crew, stderr_progress
+from .scenarios import MODES, SCENARIOS
+
+EPILOG = """\
+scenarios: """ + ", ".join(SCENARIOS) + """
+
+Each scenario forces one failure story. Guarded, the guard refuses it at call time and the
+scripted agent recovers; legacy, it goes through "green" and only the telemetry shows it.
+The run leaves in --out: traces/ (OTLP JSON lines), one SQLite file per mode, manifest.json
+(the ground truth of what was injected); a second run into the same folder replaces them. The exit status is 1 when forensics does not find
+exactly what the manifest says (precision and recall both 1).
+
+examples:
+  outcome-telemetry demo
+  outcome-telemetry demo --scenario split_brain --mode legacy
+  outcome-telemetry demo --seed 3 --agents 50 --steps 200      # a large realistic trace set
+  outcome-telemetry demo --serve                               # keep /metrics up for Prometheus
+"""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="outcome-telemetry demo",
+        description="Run a scripted agent crew through every failure story, guarded and legacy, "
+        "then show what each agent was told, what forensics found, and which alerts would fire.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--scenario", action="append", choices=list(SCENARIOS), metavar="NAME",
+                        help="run only this scenario (repeatable; default: all)")
+    parser.add_argument("--mode", choices=[*MODES, "both"], default="both", help="default: %(default)s")
+    parser.add_argument("--seed", type=int, default=7, help="seed of the run (default: %(default)s)")
+    parser.add_argument("--agents", type=int, default=0, help="background agents doing healthy work (default: 0)")
+    parser.add_argument("--steps", type=int, default=0, help="steps per background agent (default: 0)")
+    parser.add_argument("--out", type=Path, default=Path("demo-output"), help="output folder (default: %(default)s)")
+    parser.add_argument("--format", choices=["text", "json"], default="text", help="summary format")
+    parser.add_argument("--no-alerts", action="store_true", help="skip the promtool alert evaluation")
+    parser.add_argument("--serve", action="store_true", help="keep /metrics up after the run (Ctrl-C stops)")
+    parser.add_argument("--port", type=int, default=9464, help="/metrics port with --serve (default: %(default)s)")
+    return parser
+
+
+def _serve_instructions(result: CrewResult, port: int) -> str:
+    config = result.out_dir / "prometheus.yml"
+    rules = data_dir("alerts") / "outcome-telemetry.rules.yml"
+    config.write_text(
+        "global:\n  scrape_interval: 5s\n  evaluation_interval: 5s\n"
+        f"rule_files:\n  - {rules}\n"
+        f"scrape_configs:\n  - job_name: crew\n    static_configs:\n      - targets: ['127.0.0.1:{port}']\n"
+    )
+    return (
+        f"serving /metrics at {result.runtime.metrics_url if result.runtime else '?'} (Ctrl-C to stop)\n"
+        f"start Prometheus on this machine with:\n"
+        f"  prometheus --config.file={config} --web.listen-address=127.0.0.1:9090 "
+        f"--storage.tsdb.path={result.out_dir / 'prometheus-data'} --enable-feature=exemplar-storage\n"
+        f"and import {data_dir('dashboards') / 'outcome-telemetry.json'} into Grafana "
+        f"(provisioning files: {data_dir('dashboards') / 'provisioning'})"
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    ns = build_parser().parse_args(argv)
+    modes = list(MODES) if ns.mode == "both" else [ns.mode]
+    try:
+        result = run_crew(
+            ns.out,
+            scenarios=ns.scenario,
+            modes=modes,
+            seed=ns.seed,
+            agents=ns.agents,
+            steps=ns.steps,
+            metrics_port=ns.port if ns.serve else None,
+            progress=stderr_progress(),
+            keep_runtime=ns.serve,
+        )
+    except (ValueError, ConfigurationError) as exc:
+        print(f"outcome-telemetry demo: {exc}", file=sys.stderr)
+        return 2
+    if result.runtime is not None:
+        result.runtime.force_flush()
+    with open_traces([result.traces_dir]) as forensics:
+        rows = {name: forensics.run(name) for name in QUESTION_NAMES}
+    findings = Findings(rows, score(result.manifest, rows))
+    alerts: list[FiringAlert] | None = None
+    skipped = "--no-alerts" if ns.no_alerts else None
+    if not ns.no_alerts and result.registry is not None:
+        try:
+            alerts = would_fire(samples_from_registry(result.registry))
+        except ConfigurationError as exc:
+            skipped = str(exc)
+    if ns.format == "json":
+        print(json.dumps(_summary(result, findings, alerts, skipped), indent=2, default=str))
+    else:
+        print_report(result, findings, alerts, skipped, sys.stdout)
+    ok = findings.score.precision == 1.0 and findings.score.recall == 1.0
+    if ns.serve and result.runtime is not None:
+        print(_serve_instructions(result, ns.port), flush=True)
+        try:
+            while True:
+                time.sleep(3600)
+        except KeyboardInterrupt:
+            pass
+        finally:
+            result.runtime.shutdown()
+    return 0 if ok else 1
+
+
+def _summary(result: CrewResult, findings: Findings, alerts: list[FiringAlert] | None, skipped: str | None) -> dict[str, Any]:
+    return {
+        "seed": result.manifest.seed,
+        "traces_dir": str(result.traces_dir),
+        "manifest": str(result.manifest_path),
+        "seconds": round(result.seconds, 3),
+        "precision": findings.score.precision,
+        "recall": findings.score.recall,
+        "missed": [{"scenario": s, "mode": m, "question": e.question, "match": dict(e.match)} for s, m, e in findings.score.missed],
+        "unexplained": [{"question": q, "row": row} for q, row in findings.score.unexplained],
+        "findings": {q: len(rows) for q, rows in findings.rows.items()},
+        "incidents": [
+            {"scenario": i.scenario, "mode": i.mode, "run_id": i.run_id, "steps": i.steps, "told": i.told, "facts": i.facts}
+            for i in result.manifest.incidents
+        ],
+        "alerts": None if alerts is None else [{"name": a.name, "severity": a.severity, c.LABEL_TOOL: a.tool} for a in alerts],
+        "alerts_skipped": skipped,
+    }
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,45 @@
+"""`outcome-telemetry demo` (what `make demo` runs): a readable summary and an honest exit code."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from telemetry.cli import main
+
+
+def test_demo_help_explains_scenarios_and_output(capsys: pytest.CaptureFixture[str]) -> None:
+    """--help names every scenario, the output folder and the exit status."""
+    with pytest.raises(SystemExit) as info:
+        main(["demo", "--help"])
+    assert info.value.code == 0
+    text = capsys.readouterr().out
+    for needle in ("split_brain", "wrong_collection", "--seed", "--agents", "--serve", "manifest.json", "exit status"):
+        assert needle in text
+
+
+@pytest.mark.slow
+def test_demo_prints_stories_findings_and_alerts(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The demo prints each story in both modes, what the agent was told, the findings and the alerts."""
+    assert main(["demo", "--out", str(tmp_path / "out")]) == 0
+    text = capsys.readouterr().out
+    for needle in ("1. split brain", "guarded: stopped at call time", 'legacy: went through "green"',
+                   "told builder-b", "precision 1.00, recall 1.00", "ToolBadOutcomeSuccess", "next: outcome-telemetry forensics report"):
+        assert needle in text, needle
+    assert (tmp_path / "out" / "manifest.json").exists() and list((tmp_path / "out" / "traces").glob("*.jsonl"))
+
+
+def test_demo_json_summary(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """--format json gives a machine-readable summary of one scenario."""
+    assert main(["demo", "--out", str(tmp_path), "--scenario", "retry_after_timeout", "--no-alerts", "--format", "json"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["precision"] == summary["recall"] == 1.0
+    assert {(i["mode"], i["facts"]["times_charged"]) for i in summary["incidents"]} == {("guarded", 1), ("legacy", 2)}
+
+
+def test_demo_bad_option_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    """Negative sizes are refused with exit status 2 and a message naming them."""
+    assert main(["demo", "--agents", "-1", "--steps", "3", "--no-alerts"]) == 2
+    assert "-1" in capsys.readouterr().err
