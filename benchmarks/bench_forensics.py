@@ -67,9 +67,11 @@ def _span(rng: random.Random, trace: str, run: str, n: int, t0: int, versions: d
         stale = current > 0 and rng.random() < 0.02
         expected = current - 1 if stale else current
         outcome = c.OUTCOME_REJECTED_STALE_VERSION if stale else c.OUTCOME_OK
-        attrs += [_s(c.STATE_KEY, key), _s(c.STATE_VERSION_EXPECTED, f"v{expected}"),
-                  _s(c.STATE_VERSION_CURRENT, f"v{current}"),
-                  _s(c.TOOL_READBACK, c.READBACK_MISMATCH if rng.random() < 0.005 else c.READBACK_MATCH)]
+        legacy = not stale and rng.random() < 0.05  # an unguarded write: no expected version
+        attrs += [_s(c.STATE_KEY, key)]
+        if not legacy:
+            attrs += [_s(c.STATE_VERSION_EXPECTED, f"v{expected}"), _s(c.STATE_VERSION_CURRENT, f"v{current}")]
+        attrs.append(_s(c.TOOL_READBACK, c.READBACK_MISMATCH if rng.random() < 0.005 else c.READBACK_MATCH))
         if not stale:
             versions[key] = current + 1
             attrs.append(_s(c.STATE_VERSION_WRITTEN, f"v{current + 1}"))

@@ -1,11 +1,13 @@
 -- divergent_reads: two agents in one run read the same state key at different versions, and one then wrote the key expecting the version it had read.
 --
 -- A write's baseline is its state.version.expected (guarded write) or, for a legacy unguarded
--- write, the version that agent last read of that key earlier in the same run. A row is one
--- such write together with another agent's read of the same key, before the write, that saw a
--- different version. The store's version at the write is state.version.current when the guard
--- recorded it, else the latest version anyone observed of the key (read or accepted write)
--- before the write. The side whose version differs from that is the stale one.
+-- write, the version that agent last read of that key earlier in the same run; the write counts
+-- when that last read returned its baseline (it wrote on what it had read). A row is one such
+-- write together with another agent's read of the same key in the run, before the write, that
+-- saw a different version. The store's version at the write is state.version.current when the
+-- guard recorded it, else the latest version anyone observed of the key in the run (read or
+-- accepted write) before the write. The side whose version differs from that is the stale one.
+-- Only keys read at two or more versions in a run are examined, which keeps this fast.
 --
 -- Columns: run_id, state_key, writer_agent, writer_version, other_agent, other_version,
 --   version_at_write, stale_side ('writer' | 'other'), write_outcome ('rejected_stale_version'

@@ -19,8 +19,8 @@ from typing import Any, Iterable, Optional
 import duckdb
 
 from ..exceptions import ForensicsInputError
-from .inputs import MANIFEST_NAME, PathLike, TraceInputs, resolve_inputs
-from .loading import SPANS_BASE, Progress, load
+from .inputs import MANIFEST_NAME, PathLike, resolve_inputs
+from .loading import Progress, load_to_parquet
 
 MANIFEST_FORMAT = 1
 
@@ -103,11 +103,13 @@ def ingest(
             continue
         if progress:
             progress(f"ingesting {number}/{len(sources)}: {source} ({stat.st_size / 1e6:,.1f} MB)")
+        tmp = part.with_name(part.name + ".tmp")
         con = duckdb.connect(":memory:")
         try:
-            report = load(con, TraceInputs(json_files=[source]), skip_bad_lines=skip_bad_lines, progress=progress)
-            tmp = part.with_name(part.name + ".tmp")
-            con.table(SPANS_BASE).write_parquet(str(tmp), compression="zstd")
+            report = load_to_parquet(con, [source], tmp, skip_bad_lines=skip_bad_lines, progress=progress)
+        except BaseException:
+            tmp.unlink(missing_ok=True)
+            raise
         finally:
             con.close()
         os.replace(tmp, part)

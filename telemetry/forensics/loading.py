@@ -82,6 +82,9 @@ def _spans_sql() -> tuple[str, str]:
 def install_macros(con: duckdb.DuckDBPyConnection) -> None:
     """Define the ``otlp_spans`` macro (and its helpers) from the shipped ``spans.sql``."""
     con.execute("SET enable_progress_bar = false").fetchall()  # progress goes through Progress
+    # Span order is irrelevant (every question sorts); without it DuckDB loads in parallel, which
+    # measured more than twice as fast at 1,000,000 spans.
+    con.execute("SET preserve_insertion_order = false").fetchall()
     con.execute(_spans_sql()[0]).fetchall()
 
 
@@ -155,7 +158,19 @@ class _JsonLoader:
             self.report.skipped.append(diagnosis)
         self._repair(diagnosis)
 
-    def load(self, files: list[Path]) -> LoadReport:
+    def _select(self) -> tuple[str, dict[str, object]]:
+        """The span query with its bound parameters; repaired copies report their source's name."""
+        fixed = [(str(src), str(read)) for src, read in self._read.items() if read != src]
+        sql = (
+            "SELECT * REPLACE (coalesce(list_extract(CAST($sources AS VARCHAR[]), "
+            "list_position(CAST($fixed AS VARCHAR[]), source_file)), source_file) AS source_file) "
+            "FROM otlp_spans($paths)"
+        )
+        return sql, {"paths": [str(p) for p in self._read.values()],
+                     "sources": [src for src, _ in fixed], "fixed": [read for _, read in fixed]}
+
+    def load(self, files: list[Path], parquet: Optional[Path] = None) -> LoadReport:
+        """Read ``files`` into ``spans_base``, or stream them into the Parquet file ``parquet``."""
         started = time.perf_counter()
         self.report.files = len(files)
         for source in files:
@@ -167,29 +182,42 @@ class _JsonLoader:
                 self._read[source] = target
                 self.report.truncated.append(source)
         attempts = 0
-        while True:
-            attempts += 1
-            try:
-                with _ProgressTicker(self.con, "reading traces", self.progress):
-                    self.con.execute(
-                        f"CREATE OR REPLACE TEMP TABLE {SPANS_BASE} AS SELECT * FROM otlp_spans($paths)",
-                        {"paths": [str(p) for p in self._read.values()]},
-                    ).fetchall()
-                break
-            except (duckdb.InvalidInputException, duckdb.ConversionException, duckdb.IOException) as error:
-                self._handle_refusal(error, attempts)
-        for source, read in self._read.items():
-            if read != source:
-                self.con.execute(
-                    f"UPDATE {SPANS_BASE} SET source_file = $source WHERE source_file = $read",
-                    {"source": str(source), "read": str(read)},
-                ).fetchall()
-        if self._tmp is not None:
-            self._tmp.cleanup()
-        row = self.con.execute(f"SELECT count(*) FROM {SPANS_BASE}").fetchall()[0]
+        try:
+            while True:
+                attempts += 1
+                sql, params = self._select()
+                try:
+                    with _ProgressTicker(self.con, "reading traces", self.progress):
+                        if parquet is None:
+                            self.con.execute(f"CREATE OR REPLACE TEMP TABLE {SPANS_BASE} AS {sql}", params).fetchall()
+                        else:  # streamed: the spans never sit in memory all at once
+                            self.con.sql(sql, params=params).write_parquet(str(parquet), compression="zstd")
+                    break
+                except (duckdb.InvalidInputException, duckdb.ConversionException, duckdb.IOException) as error:
+                    self._handle_refusal(error, attempts)
+        finally:
+            if self._tmp is not None:
+                self._tmp.cleanup()
+        if parquet is None:
+            row = self.con.execute(f"SELECT count(*) FROM {SPANS_BASE}").fetchall()[0]
+        else:
+            row = self.con.execute("SELECT count(*) FROM read_parquet($p)", {"p": str(parquet)}).fetchall()[0]
         self.report.spans = int(row[0])
         self.report.seconds = time.perf_counter() - started
         return self.report
+
+
+def load_to_parquet(
+    con: duckdb.DuckDBPyConnection,
+    files: list[Path],
+    target: Path,
+    *,
+    skip_bad_lines: bool = False,
+    progress: Optional[Progress] = None,
+) -> LoadReport:
+    """Validate ``files`` like :func:`load` and stream their spans into the Parquet file ``target``."""
+    install_macros(con)
+    return _JsonLoader(con, skip_bad_lines, progress).load(files, parquet=target)
 
 
 def load(

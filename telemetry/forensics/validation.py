@@ -10,11 +10,9 @@ from __future__ import annotations
 
 import gzip
 import json
-import os
-import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Iterator, Optional
+from typing import IO, Iterator, Optional, cast
 
 from ..exceptions import ForensicsInputError
 
@@ -100,7 +98,7 @@ def copy_prefix(source: Path, target: Path, length: int) -> None:
 def _open_lines(path: Path) -> IO[bytes]:
     name = path.name.lower()
     if name.endswith(".gz"):
-        return gzip.open(path, "rb")
+        return cast(IO[bytes], gzip.open(path, "rb"))
     if name.endswith(".zst"):
         raise ForensicsInputError(
             f"{path}: DuckDB could not read this zstd file as OTLP JSON lines and this Python has "
@@ -115,7 +113,7 @@ def _line_problem(raw: bytes) -> Optional[str]:
     """Why one non-empty line is not an OTLP TracesData object, or None when it is one."""
     try:
         value = json.loads(raw)
-    except ValueError as exc:
+    except json.JSONDecodeError as exc:
         stripped = raw.strip()
         if stripped in (b"{", b"[", b"}", b"]", b"},", b"],") or stripped.startswith(b'"'):
             return (
@@ -123,6 +121,8 @@ def _line_problem(raw: bytes) -> Optional[str]:
                 "JSON, for example the SDK's ConsoleSpanExporter output, which is not OTLP JSON lines"
             )
         return f"malformed JSON ({exc.msg} at column {exc.colno})"
+    except ValueError as exc:  # e.g. bytes that are not UTF-8
+        return f"not JSON text ({exc})"
     if not isinstance(value, dict):
         return f"a JSON {type(value).__name__}, not an object"
     spans = value.get("resourceSpans")
@@ -191,9 +191,3 @@ def describe(diagnosis: Diagnosis, limit: int = 3) -> str:
     shown = "; ".join(f"line {b.number}: {b.reason}" for b in diagnosis.bad[:limit])
     more = f" (and {len(diagnosis.bad) - limit} more bad lines)" if len(diagnosis.bad) > limit else ""
     return f"{diagnosis.path}: {shown}{more}; {EXPECTED}"
-
-
-def copy_file(source: Path, target: Path) -> None:
-    """Copy a whole file (used when a repaired copy is the file itself)."""
-    shutil.copyfile(source, target)
-    os.utime(target, None)
