@@ -127,11 +127,14 @@ class _JsonLoader:
         self.report = LoadReport()
         self._tmp: Optional[tempfile.TemporaryDirectory[str]] = None
         self._read: dict[Path, Path] = {}  # source file -> the file DuckDB reads
+        self._copies = 0
 
     def _scratch(self, source: Path) -> Path:
         if self._tmp is None:
             self._tmp = tempfile.TemporaryDirectory(prefix="outcome-telemetry-forensics-")
-        return Path(self._tmp.name) / f"{len(self._read)}-{source.name.removesuffix('.gz')}"
+        # Repaired copies are plain JSON lines whatever the source's compression.
+        self._copies += 1
+        return Path(self._tmp.name) / f"{self._copies}-repaired.jsonl"
 
     def _repair(self, diagnosis: Diagnosis) -> None:
         target = self._scratch(diagnosis.path)

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import gzip
 import json
+import shutil
+import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Iterator, Optional, cast
@@ -100,9 +102,15 @@ def _open_lines(path: Path) -> IO[bytes]:
     if name.endswith(".gz"):
         return cast(IO[bytes], gzip.open(path, "rb"))
     if name.endswith(".zst"):
+        zstd = shutil.which("zstd")
+        if zstd is not None:  # the stdlib has no zstd before Python 3.14; the CLI is common
+            process = subprocess.Popen([zstd, "-dcq", str(path)], stdout=subprocess.PIPE,
+                                       stderr=subprocess.DEVNULL)
+            assert process.stdout is not None
+            return process.stdout
         raise ForensicsInputError(
-            f"{path}: DuckDB could not read this zstd file as OTLP JSON lines and this Python has "
-            "no zstd module to locate the bad line; decompress it (zstd -d) and run again to see "
+            f"{path}: DuckDB could not read this zstd file as OTLP JSON lines, and without the zstd "
+            "command the bad line cannot be located; decompress it (zstd -d) and run again to see "
             "the line (note: a Collector file exporter with compression writes length-prefixed "
             "frames, not lines; configure it without compression)"
         )

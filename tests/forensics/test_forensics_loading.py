@@ -160,3 +160,39 @@ def test_missing_path_empty_directory_and_empty_glob_are_clear_errors(tmp_path: 
     with pytest.raises(ForensicsInputError, match=expected) as caught:
         open_traces([target])
     assert str(target) in str(caught.value)
+
+
+def test_zstd_files_load_and_their_bad_lines_are_located(tmp_path: Path) -> None:
+    """A .jsonl.zst file loads; a malformed line inside one is named by number (via the zstd CLI)."""
+    import shutil
+    import subprocess
+    zstd = shutil.which("zstd")
+    if zstd is None:
+        pytest.skip("the zstd command is not installed")
+    lines = _small().lines(per_line=1)
+    good = tmp_path / "good.jsonl"
+    good.write_text("\n".join(lines) + "\n")
+    subprocess.run([zstd, "-q", str(good), "-o", str(tmp_path / "good.jsonl.zst")], check=True)
+    with open_traces([tmp_path / "good.jsonl.zst"]) as traces:
+        assert traces.load_report.spans == 2
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(lines[0] + "\nnot json\n" + lines[1] + "\n")
+    subprocess.run([zstd, "-q", str(bad), "-o", str(tmp_path / "bad.jsonl.zst")], check=True)
+    with pytest.raises(ForensicsInputError, match=r"bad\.jsonl\.zst: line 2: malformed JSON"):
+        open_traces([tmp_path / "bad.jsonl.zst"])
+    with open_traces([tmp_path / "bad.jsonl.zst"], skip_bad_lines=True) as traces:
+        assert traces.load_report.spans == 2 and traces.load_report.skipped_lines == 1
+
+
+def test_several_damaged_files_are_each_repaired_and_reported(tmp_path: Path) -> None:
+    """Two files with bad lines and one truncated file: all skipped lines reported per file, all good spans kept."""
+    lines = _small().lines(per_line=1)
+    for name in ("a", "b"):
+        (tmp_path / f"{name}.jsonl").write_text(lines[0] + "\n{broken\n" + lines[1] + "\n")
+    (tmp_path / "c.jsonl").write_text(lines[0] + "\n" + lines[1][:10])
+    with open_traces([tmp_path], skip_bad_lines=True) as traces:
+        assert traces.load_report.spans == 5
+        assert sorted(d.path.name for d in traces.load_report.skipped) == ["a.jsonl", "b.jsonl"]
+        assert [p.name for p in traces.load_report.truncated] == ["c.jsonl"]
+        files = traces.connection.execute("SELECT source_file, count(*) FROM spans GROUP BY 1 ORDER BY 1").fetchall()
+    assert [(Path(f).name, n) for f, n in files] == [("a.jsonl", 2), ("b.jsonl", 2), ("c.jsonl", 1)]
