@@ -3,8 +3,8 @@
 -- A write's baseline is its state.version.expected (guarded write) or, for a legacy unguarded
 -- write, the version that agent last read of that key earlier in the same run; the write counts
 -- when that last read returned its baseline (it wrote on what it had read). A row is one such
--- write together with another agent's read of the same key in the run, before the write, that
--- saw a different version. The store's version at the write is state.version.current when the
+-- write together with another agent whose latest read of the key in the run, before the write,
+-- saw a different version (an agent that re-read and caught up is not divergent). The store's version at the write is state.version.current when the
 -- guard recorded it, else the latest version anyone observed of the key in the run (read or
 -- accepted write) before the write. The side whose version differs from that is the stale one.
 -- Only keys read at two or more versions in a run are examined, which keeps this fast.
@@ -57,15 +57,19 @@ judged AS (
     FROM based b
     ASOF LEFT JOIN observations o ON o.run_id = b.run_id AND o.state_key = b.state_key AND b.t > o.t
 ),
-pairs AS (
-    SELECT DISTINCT
+-- Every other agent's latest read of the key before the write: what it believed at that moment.
+others AS (
+    SELECT
         j.run_id, j.state_key, j.agent_id AS writer_agent, j.baseline AS writer_version,
         r.agent_id AS other_agent, r.version AS other_version, j.version_at_write,
         j.outcome AS write_outcome, j.start_time AS write_time, j.trace_id, j.span_id AS write_span_id
     FROM judged j
     JOIN reads r
-      ON r.run_id = j.run_id AND r.state_key = j.state_key AND r.t < j.t
-     AND r.agent_key <> j.agent_key AND r.version <> j.baseline
+      ON r.run_id = j.run_id AND r.state_key = j.state_key AND r.t < j.t AND r.agent_key <> j.agent_key
+    QUALIFY row_number() OVER (PARTITION BY j.span_id, r.agent_key ORDER BY r.t DESC) = 1
+),
+pairs AS (
+    SELECT * FROM others WHERE other_version <> writer_version
 )
 SELECT
     run_id, state_key, writer_agent, writer_version, other_agent, other_version, version_at_write,

@@ -1,9 +1,11 @@
 -- idempotency_conflicts: idempotency keys reused with a different payload, and replays the guard deduplicated.
 --
--- Three kinds of row. 'conflict_refused': outcome duplicate_request (the guard refused a reused
+-- Four kinds of row. 'conflict_refused': outcome duplicate_request (the guard refused a reused
 -- key with another payload). 'conflict_accepted': an accepted call whose key an earlier accepted
 -- call used with a different payload hash (no guard stopped it: the payload was applied twice or
--- differently). 'replay': tool.deduplicated = true (the original result was returned).
+-- differently). 'repeated_execution': an accepted call repeating an earlier accepted call's key
+-- and payload without being deduplicated (a retry that ran twice: the double charge).
+-- 'replay': tool.deduplicated = true (the guard returned the original result).
 --
 -- Columns: kind, idempotency_key_hash, payload_hash, original_payload_hash, original_id, run_id,
 --   agent_id, tool_name, outcome, start_time, trace_id, span_id
@@ -12,11 +14,11 @@
 --   (original_id call-118), run r-4, agent billing, send_refund.
 WITH keyed AS (
     SELECT *,
-        first_value(idempotency_payload_hash) OVER (
-            PARTITION BY idempotency_key_hash ORDER BY start_time_unix_nano, span_id
-        ) AS first_payload
+        first_value(idempotency_payload_hash) OVER w AS first_payload,
+        row_number() OVER w AS n
     FROM spans
     WHERE idempotency_key_hash IS NOT NULL AND coalesce(outcome, 'ok') = 'ok' AND NOT deduplicated
+    WINDOW w AS (PARTITION BY idempotency_key_hash ORDER BY start_time_unix_nano, span_id)
 ),
 firsts AS (
     SELECT idempotency_key_hash, any_value(first_payload) AS first_payload
@@ -32,6 +34,11 @@ SELECT 'conflict_accepted', idempotency_key_hash, idempotency_payload_hash, firs
        idempotency_original_id, run_id, agent_id, tool_name, outcome, start_time, trace_id, span_id
 FROM keyed
 WHERE idempotency_payload_hash IS DISTINCT FROM first_payload
+UNION ALL
+SELECT 'repeated_execution', idempotency_key_hash, idempotency_payload_hash, first_payload,
+       idempotency_original_id, run_id, agent_id, tool_name, outcome, start_time, trace_id, span_id
+FROM keyed
+WHERE n > 1 AND idempotency_payload_hash IS NOT DISTINCT FROM first_payload
 UNION ALL
 SELECT 'replay', s.idempotency_key_hash, s.idempotency_payload_hash, f.first_payload,
        s.idempotency_original_id, s.run_id, s.agent_id, s.tool_name, s.outcome, s.start_time,

@@ -1,10 +1,12 @@
--- lost_updates: accepted writes of one key that derived from the same baseline version, and unversioned writes that followed a read of an older version.
+-- lost_updates: accepted writes of one key in a run that derived from the same baseline version, and unversioned writes that followed a read of an older version.
 --
--- Two kinds of row. 'same_baseline': a second (third, ...) accepted write of a key whose
--- baseline equals an earlier accepted write's baseline, so the earlier write was overwritten
--- unseen (a guarded store must show none). 'stale_baseline': an accepted unguarded write (no
+-- Two kinds of row, both within one crew run (key names and sentinel versions such as "absent"
+-- repeat across runs and stores, so comparing across runs would pair unrelated writes).
+-- 'same_baseline': a second (third, ...) accepted write of a key whose baseline equals an earlier
+-- accepted write's baseline in the run, so the earlier write was overwritten unseen (a guarded
+-- store must show none). 'stale_baseline': an accepted unguarded write (no
 -- state.version.expected) whose baseline, the version that agent last read of the key earlier
--- in the run, is not the latest version observed of the key before the write.
+-- in the run, is not the latest version observed of the key in the run before the write.
 -- The baseline is state.version.expected, else that last read.
 --
 -- Columns: kind, state_key, baseline_version, newer_version (for stale_baseline: the version the
@@ -30,7 +32,7 @@ unguarded AS (
 ),
 -- Only the keys an unguarded write touched need the (sorting) ASOF joins below.
 unguarded_keys AS (
-    SELECT DISTINCT state_key FROM unguarded
+    SELECT DISTINCT run_id, state_key FROM unguarded
 ),
 -- The baseline: the expected version, else the writer's latest read of the key earlier in the run.
 accepted AS (
@@ -38,27 +40,30 @@ accepted AS (
     UNION ALL BY NAME
     SELECT w.*, r.version AS baseline
     FROM unguarded w
-    ASOF LEFT JOIN (SELECT * FROM reads SEMI JOIN unguarded_keys k ON k.state_key = reads.state_key) r
+    ASOF LEFT JOIN (SELECT * FROM reads SEMI JOIN unguarded_keys k
+                    ON k.run_id = reads.run_id AND k.state_key = reads.state_key) r
       ON r.run_id = w.run_id AND r.state_key = w.state_key AND r.agent_key = w.agent_key AND w.t > r.t
 ),
 observations AS (
-    SELECT state_key, version, t FROM reads SEMI JOIN unguarded_keys k ON k.state_key = reads.state_key
+    SELECT run_id, state_key, version, t FROM reads
+    SEMI JOIN unguarded_keys k ON k.run_id = reads.run_id AND k.state_key = reads.state_key
     UNION ALL
-    SELECT state_key, state_version_written, t FROM writes SEMI JOIN unguarded_keys k ON k.state_key = writes.state_key
+    SELECT run_id, state_key, state_version_written, t FROM writes
+    SEMI JOIN unguarded_keys k ON k.run_id = writes.run_id AND k.state_key = writes.state_key
     WHERE state_version_written IS NOT NULL
 ),
 -- Keys whose baseline more than one accepted write used, with the first of those writes.
 shared_keys AS (
-    SELECT state_key, baseline FROM accepted WHERE baseline IS NOT NULL
-    GROUP BY state_key, baseline HAVING count(*) > 1
+    SELECT run_id, state_key, baseline FROM accepted WHERE baseline IS NOT NULL
+    GROUP BY run_id, state_key, baseline HAVING count(*) > 1
 ),
 shared AS (
-    SELECT a.state_key, a.baseline, arg_min(a.span_id, a.t) AS first_span_id,
+    SELECT a.run_id, a.state_key, a.baseline, arg_min(a.span_id, a.t) AS first_span_id,
            arg_min(a.run_id, a.t) AS first_run_id, arg_min(a.agent_id, a.t) AS first_agent_id,
            arg_min(a.state_version_written, a.t) AS first_written
     FROM accepted a
-    SEMI JOIN shared_keys k ON k.state_key = a.state_key AND k.baseline = a.baseline
-    GROUP BY a.state_key, a.baseline
+    SEMI JOIN shared_keys k ON k.run_id = a.run_id AND k.state_key = a.state_key AND k.baseline = a.baseline
+    GROUP BY a.run_id, a.state_key, a.baseline
 ),
 same_baseline AS (
     SELECT 'same_baseline' AS kind, a.state_key, a.baseline AS baseline_version,
@@ -66,7 +71,7 @@ same_baseline AS (
            a.trace_id, a.span_id, s.first_run_id AS earlier_run_id,
            s.first_agent_id AS earlier_agent_id, s.first_span_id AS earlier_span_id
     FROM accepted a
-    JOIN shared s ON s.state_key = a.state_key AND s.baseline = a.baseline
+    JOIN shared s ON s.run_id = a.run_id AND s.state_key = a.state_key AND s.baseline = a.baseline
     WHERE a.span_id <> s.first_span_id
 ),
 stale_baseline AS (
@@ -75,7 +80,7 @@ stale_baseline AS (
            a.trace_id, a.span_id, NULL AS earlier_run_id, NULL AS earlier_agent_id,
            NULL AS earlier_span_id
     FROM (SELECT * FROM accepted WHERE state_version_expected IS NULL AND baseline IS NOT NULL) a
-    ASOF JOIN observations o ON o.state_key = a.state_key AND a.t > o.t
+    ASOF JOIN observations o ON o.run_id = a.run_id AND o.state_key = a.state_key AND a.t > o.t
     WHERE o.version <> a.baseline
 )
 SELECT * FROM same_baseline

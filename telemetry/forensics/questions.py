@@ -19,6 +19,7 @@ QUESTION_NAMES: tuple[str, ...] = (
     "constraint_loss_by_hop",
     "waivers_by_hop",
     "readback_mismatches",
+    "unpersisted_writes",
     "stale_sends",
     "stale_holders",
     "idempotency_conflicts",

@@ -93,6 +93,8 @@ def planted() -> TraceBuilder:
           attrs=attrs(IDEMPOTENCY_KEY_HASH="k1", IDEMPOTENCY_PAYLOAD_HASH="p2", IDEMPOTENCY_ORIGINAL_ID="call-1"))
     b.add("r-idem", "legacy_refund", S, "billing", 364, attrs=attrs(IDEMPOTENCY_KEY_HASH="k2", IDEMPOTENCY_PAYLOAD_HASH="p3"))
     b.add("r-idem", "legacy_refund", S, "billing", 365, attrs=attrs(IDEMPOTENCY_KEY_HASH="k2", IDEMPOTENCY_PAYLOAD_HASH="p4"))
+    b.add("r-idem", "legacy_charge", S, "billing", 366, attrs=attrs(IDEMPOTENCY_KEY_HASH="k3", IDEMPOTENCY_PAYLOAD_HASH="p5"))
+    b.add("r-idem", "legacy_charge", S, "billing", 367, attrs=attrs(IDEMPOTENCY_KEY_HASH="k3", IDEMPOTENCY_PAYLOAD_HASH="p5"))
     # -- plans: three refused commits, one accepted commit outside its target, two fine spans.
     b.add("r-plan", "create_plan", R, "writer", 421, attrs=attrs(PLAN_ID="p-1", PLAN_OBJECTS_MATCHED=3))
     b.add("r-plan", "commit_plan", W, "writer", 422, outcome=c.OUTCOME_POSTCONDITION_FAILED,
@@ -114,6 +116,15 @@ def planted() -> TraceBuilder:
         else:
             b.add("r-cont", "write_state", W, agent, t,
                   attrs=attrs(STATE_KEY="queue/head", STATE_VERSION_EXPECTED=f"q{i}", STATE_VERSION_WRITTEN=f"q{i + 1}"))
+    # -- a write lost behind a cache: its read-back matched, the next read shows the old version.
+    b.add("r-lost", "update_email", W, "support", 601,
+          attrs=attrs(STATE_KEY="profile/u1", STATE_VERSION_WRITTEN="rev1", TOOL_READBACK=c.READBACK_MATCH))
+    b.add("r-lost", "update_email", W, "support", 602,
+          attrs=attrs(STATE_KEY="profile/u1", STATE_VERSION_WRITTEN="rev2", TOOL_READBACK=c.READBACK_MATCH))
+    b.add("r-lost", "get_profile", R, "auditor", 603, attrs=attrs(STATE_KEY="profile/u1", STATE_VERSION_READ="rev1"))
+    b.add("r-lost", "update_email", W, "support", 604,
+          attrs=attrs(STATE_KEY="profile/u1", STATE_VERSION_WRITTEN="rev3", TOOL_READBACK=c.READBACK_MATCH))
+    b.add("r-lost", "get_profile", R, "auditor", 605, attrs=attrs(STATE_KEY="profile/u1", STATE_VERSION_READ="rev3"))
     return b
 
 

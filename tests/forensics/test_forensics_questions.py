@@ -136,15 +136,26 @@ def test_stale_holders_finds_agents_acting_on_a_superseded_objective(traces: For
     assert len(rows) == 2
 
 
-def test_idempotency_conflicts_finds_refused_accepted_and_replayed_reuse(traces: Forensics) -> None:
+def test_idempotency_conflicts_finds_refused_accepted_repeated_and_replayed_reuse(traces: Forensics) -> None:
     """idempotency_conflicts: one row of each kind, each against the original payload."""
     rows = traces.run("idempotency_conflicts")
     assert project(rows, "kind", "idempotency_key_hash", "payload_hash", "original_payload_hash", "span_id") == {
         ("conflict_refused", "k1", "p2", "p1", span_id(B, "r-idem", 363)),
         ("conflict_accepted", "k2", "p4", "p3", span_id(B, "r-idem", 365)),
+        ("repeated_execution", "k3", "p5", "p5", span_id(B, "r-idem", 367)),
         ("replay", "k1", "p1", "p1", span_id(B, "r-idem", 362)),
     }
-    assert len(rows) == 3
+    assert len(rows) == 4
+
+
+def test_unpersisted_writes_finds_the_write_the_next_read_contradicts(traces: Forensics) -> None:
+    """unpersisted_writes: rev2's read-back matched, yet the next read showed rev1; rev1 and rev3 are fine."""
+    rows = traces.run("unpersisted_writes")
+    assert project(rows, "run_id", "state_key", "agent_id", "written_version", "readback", "read_version",
+                   "reader_agent", "span_id", "read_span_id") == {
+        ("r-lost", "profile/u1", "support", "rev2", c.READBACK_MATCH, "rev1", "auditor",
+         span_id(B, "r-lost", 602), span_id(B, "r-lost", 603)),
+    }
 
 
 def test_plan_violations_finds_refused_commits_and_the_out_of_target_change(traces: Forensics) -> None:
@@ -180,7 +191,7 @@ def test_report_counts_every_question_and_points_to_the_detail_command(traces: F
     assert list(counts) == list(QUESTION_NAMES)
     assert counts == {"bad_outcome_successes": 8, "divergent_reads": 3, "lost_updates": 4,
                       "constraint_loss_by_hop": 3, "waivers_by_hop": 1, "readback_mismatches": 1,
-                      "stale_sends": 2, "stale_holders": 2, "idempotency_conflicts": 3,
+                      "unpersisted_writes": 1, "stale_sends": 2, "stale_holders": 2, "idempotency_conflicts": 4,
                       "plan_violations": 4, "contention": 3}
     assert report.findings == sum(counts.values()) - counts["waivers_by_hop"]
     text = report.render("table")

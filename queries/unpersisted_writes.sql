@@ -1,0 +1,38 @@
+-- unpersisted_writes: writes that reported success but whose key, read next in the same run, showed another version with no write in between: the write did not persist.
+--
+-- An accepted write (outcome ok) that recorded state.version.written, followed in its run by a read
+-- of the same key (state.version.read) as the next observation of that key, with no accepted
+-- write between them, and the read returned a different version. A read-back that asks a cache
+-- rather than the source of truth says "match" here; this question catches it from the next read.
+--
+-- Columns: run_id, state_key, agent_id (the writer), tool_name, written_version, readback (what
+--   the write's own read-back said), read_version, reader_agent, write_time, read_time, trace_id,
+--   span_id (the write), read_span_id
+--
+-- Example: run r-6, profile/user-145: support's update_email wrote rev-9 (read-back: match, through
+--   the cache); the auditor's next read returned rev-8.
+WITH writes AS (
+    SELECT run_id, state_key, agent_id, tool_name, state_version_written, readback, start_time,
+           start_time_unix_nano AS t, trace_id, span_id
+    FROM spans
+    WHERE tool_kind = 'write' AND state_key IS NOT NULL AND state_version_written IS NOT NULL
+      AND coalesce(outcome, 'ok') IN ('ok', 'forced')
+),
+observations AS (
+    SELECT run_id, state_key, state_version_read AS version, agent_id, start_time,
+           start_time_unix_nano AS t, span_id, true AS is_read
+    FROM spans
+    WHERE tool_kind = 'read' AND state_key IS NOT NULL AND state_version_read IS NOT NULL
+    UNION ALL
+    SELECT run_id, state_key, state_version_written, agent_id, start_time, t, span_id, false
+    FROM writes
+)
+SELECT
+    w.run_id, w.state_key, w.agent_id, w.tool_name, w.state_version_written AS written_version,
+    w.readback, o.version AS read_version, o.agent_id AS reader_agent, w.start_time AS write_time,
+    o.start_time AS read_time, w.trace_id, w.span_id, o.span_id AS read_span_id
+FROM writes w
+-- the first observation of the key after the write (ASOF with <: the nearest later one)
+ASOF JOIN observations o ON o.run_id = w.run_id AND o.state_key = w.state_key AND w.t < o.t
+WHERE o.is_read AND o.version <> w.state_version_written
+ORDER BY write_time, run_id, state_key;
