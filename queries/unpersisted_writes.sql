@@ -11,18 +11,31 @@
 --
 -- Example: run r-6, profile/user-145: support's update_email wrote rev-9 (read-back: match, through
 --   the cache); the auditor's next read returned rev-8.
-WITH writes AS (
+WITH all_writes AS (
     SELECT run_id, state_key, agent_id, tool_name, state_version_written, readback, start_time,
            start_time_unix_nano AS t, trace_id, span_id
     FROM spans
     WHERE tool_kind = 'write' AND state_key IS NOT NULL AND state_version_written IS NOT NULL
       AND coalesce(outcome, 'ok') IN ('ok', 'forced')
 ),
-observations AS (
+reads AS (
     SELECT run_id, state_key, state_version_read AS version, agent_id, start_time,
-           start_time_unix_nano AS t, span_id, true AS is_read
+           start_time_unix_nano AS t, span_id
     FROM spans
     WHERE tool_kind = 'read' AND state_key IS NOT NULL AND state_version_read IS NOT NULL
+),
+-- Only keys both written and read in a run can show a lost write; the ASOF join sorts just those.
+candidates AS (
+    SELECT run_id, state_key FROM all_writes
+    INTERSECT
+    SELECT run_id, state_key FROM reads
+),
+writes AS (
+    SELECT w.* FROM all_writes w SEMI JOIN candidates k ON k.run_id = w.run_id AND k.state_key = w.state_key
+),
+observations AS (
+    SELECT r.run_id, r.state_key, r.version, r.agent_id, r.start_time, r.t, r.span_id, true AS is_read
+    FROM reads r SEMI JOIN candidates k ON k.run_id = r.run_id AND k.state_key = r.state_key
     UNION ALL
     SELECT run_id, state_key, state_version_written, agent_id, start_time, t, span_id, false
     FROM writes
