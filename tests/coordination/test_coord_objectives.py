@@ -134,7 +134,7 @@ def test_an_unknown_version_is_invalid_not_a_stale_send(objectives: Objectives, 
         result = send("T-1", "hello", bad)
         assert result["error"] == c.OUTCOME_INVALID_ARGUMENT and result["current_version"] == version
     assert outbox == []
-    assert telemetry_capture.sample(c.METRIC_STALE_SENDS_TOTAL, {c.LABEL_TOOL: "send_customer_message"}) is None
+    assert telemetry_capture.sample(c.METRIC_STALE_SENDS_TOTAL, {c.LABEL_TOOL: "send_customer_message"}) == 0.0  # the series exists from the first call, never incremented
 
     @guarded_send(objectives, policy_task_id="unpublished")
     def send_other(ticket_id: str, policy_version: str) -> dict[str, Any]:
