@@ -54,20 +54,22 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--format", choices=["text", "json"], default="text", help="summary format")
     parser.add_argument("--no-alerts", action="store_true", help="skip the promtool alert evaluation")
     parser.add_argument("--serve", action="store_true", help="keep /metrics up after the run (Ctrl-C stops)")
-    parser.add_argument("--port", type=int, default=9464, help="/metrics port with --serve (default: %(default)s)")
+    parser.add_argument("--port", type=int, default=9464, help="/metrics port with --serve, on 127.0.0.1 (0 picks a free one; default: %(default)s)")
     return parser
 
 
-def _serve_instructions(result: CrewResult, port: int) -> str:
+def _serve_instructions(result: CrewResult) -> str:
+    url = result.runtime.metrics_url if result.runtime is not None else None
+    target = url.split("/")[2] if url else "127.0.0.1:9464"
     config = result.out_dir / "prometheus.yml"
     rules = data_dir("alerts") / "outcome-telemetry.rules.yml"
     config.write_text(
         "global:\n  scrape_interval: 5s\n  evaluation_interval: 5s\n"
         f"rule_files:\n  - {rules}\n"
-        f"scrape_configs:\n  - job_name: crew\n    static_configs:\n      - targets: ['127.0.0.1:{port}']\n"
+        f"scrape_configs:\n  - job_name: crew\n    static_configs:\n      - targets: ['{target}']\n"
     )
     return (
-        f"serving /metrics at {result.runtime.metrics_url if result.runtime else '?'} (Ctrl-C to stop)\n"
+        f"serving /metrics at {url} (Ctrl-C to stop)\n"
         f"start Prometheus on this machine with:\n"
         f"  prometheus --config.file={config} --web.listen-address=127.0.0.1:9090 "
         f"--storage.tsdb.path={result.out_dir / 'prometheus-data'} --enable-feature=exemplar-storage\n"
@@ -112,7 +114,7 @@ def main(argv: list[str] | None = None) -> int:
         print_report(result, findings, alerts, skipped, sys.stdout)
     ok = findings.score.precision == 1.0 and findings.score.recall == 1.0
     if ns.serve and result.runtime is not None:
-        print(_serve_instructions(result, ns.port), flush=True)
+        print(_serve_instructions(result), flush=True)
         try:
             while True:
                 time.sleep(3600)

@@ -43,3 +43,35 @@ def test_demo_bad_option_is_a_usage_error(capsys: pytest.CaptureFixture[str]) ->
     """Negative sizes are refused with exit status 2 and a message naming them."""
     assert main(["demo", "--agents", "-1", "--steps", "3", "--no-alerts"]) == 2
     assert "-1" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_demo_serve_keeps_metrics_up_until_interrupted(tmp_path: Path) -> None:
+    """--serve keeps /metrics up on 127.0.0.1 with the run's counters, writes a scrape config, and stops on SIGINT."""
+    import signal
+    import subprocess
+    import sys
+    import time
+    import urllib.request
+
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "telemetry.cli", "demo", "--serve", "--port", "0", "--scenario", "split_brain",
+         "--no-alerts", "--out", str(tmp_path)],
+        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+    )
+    try:
+        deadline, url = time.monotonic() + 60, None
+        assert proc.stdout is not None
+        while time.monotonic() < deadline and url is None:
+            line = proc.stdout.readline()
+            if line.startswith("serving /metrics at "):
+                url = line.split()[3]
+        assert url is not None and url.startswith("http://127.0.0.1:")
+        body = urllib.request.urlopen(url, timeout=10).read().decode()
+        assert 'tool_calls_total{outcome="rejected_stale_version"' in body
+        assert url.split("/")[2] in (tmp_path / "prometheus.yml").read_text()
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=30) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
