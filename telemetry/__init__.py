@@ -4,7 +4,7 @@ The public face; implementation lives in the private-by-convention modules besid
 """
 
 from .call import Call, Readback, current_call
-from .context import AgentContext, agent, current_agent
+from .context import AgentContext, agent, current_agent, current_tool_call_id, tool_call_id
 from .decorator import instrument_tool
 from .exceptions import ConfigurationError, ForensicsInputError, GuardError, TelemetryError
 from .runtime import Runtime, active_runtime, configure
@@ -23,7 +23,9 @@ __all__ = [
     "configure",
     "current_agent",
     "current_call",
+    "current_tool_call_id",
     "instrument_tool",
+    "tool_call_id",
 ]
 
 __version__ = "0.1.0"

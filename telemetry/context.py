@@ -54,3 +54,29 @@ def agent(agent_id: str, conversation_id: str | None = None) -> Iterator[AgentCo
         yield ctx
     finally:
         _current_agent.reset(token)
+
+
+_current_call_id: ContextVar[str | None] = ContextVar("outcome_telemetry_call_id", default=None)
+
+
+def current_tool_call_id() -> str | None:
+    """The id set by the innermost :func:`tool_call_id` block, or ``None``."""
+    return _current_call_id.get()
+
+
+@contextmanager
+def tool_call_id(call_id: str) -> Iterator[str]:
+    """Record ``call_id`` (the model's tool-call id) as ``gen_ai.tool.call.id`` on the tool span
+    opened inside the block. Wrap the dispatch of one tool call::
+
+        for call in response.tool_calls:
+            with telemetry.tool_call_id(call.id):
+                tools[call.name](**call.arguments)
+    """
+    if not isinstance(call_id, str) or not call_id:
+        raise ConfigurationError(f"call_id must be a non-empty string, got {call_id!r}")
+    token = _current_call_id.set(call_id)
+    try:
+        yield call_id
+    finally:
+        _current_call_id.reset(token)

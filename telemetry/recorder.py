@@ -22,7 +22,7 @@ from . import _safe
 from . import conventions as c
 from .call import Call, _current
 from .classify import classify_result, error_type_of, readback_value
-from .context import current_agent
+from .context import current_agent, current_tool_call_id
 
 if TYPE_CHECKING:
     from .runtime import Runtime
@@ -66,12 +66,16 @@ def begin(spec: ToolSpec, runtime: Runtime, args: tuple[Any, ...], kwargs: dict[
     span = None
     try:
         agent = current_agent()
+        call_id = current_tool_call_id()
         attributes = spec.static_attributes
-        if agent is not None:
+        if agent is not None or call_id is not None:
             attributes = dict(attributes)
-            attributes[c.GEN_AI_AGENT_ID] = agent.agent_id
-            if agent.conversation_id is not None:
-                attributes[c.GEN_AI_CONVERSATION_ID] = agent.conversation_id
+            if agent is not None:
+                attributes[c.GEN_AI_AGENT_ID] = agent.agent_id
+                if agent.conversation_id is not None:
+                    attributes[c.GEN_AI_CONVERSATION_ID] = agent.conversation_id
+            if call_id is not None:
+                attributes[c.GEN_AI_TOOL_CALL_ID] = call_id
         span = runtime.tracer.start_span(spec.span_name, attributes=attributes)
     except Exception as exc:
         _safe.report("starting a tool span", exc)

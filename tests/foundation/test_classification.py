@@ -334,3 +334,19 @@ def test_mcp_sdk_call_tool_result_is_a_tool_error(telemetry_capture: Capture) ->
     tool(None), tool("rejected_stale_version")
     outcomes = [s.attributes[c.TOOL_OUTCOME] for s in telemetry_capture.spans("tool")]
     assert outcomes == ["tool_error", "rejected_stale_version"]
+
+
+def test_tool_call_id_on_the_span(telemetry_capture: Capture) -> None:
+    """tool_call_id() puts the model's call id on the tool span opened inside it, and only there."""
+
+    @telemetry.instrument_tool(kind="read")
+    def look() -> None: ...
+
+    with telemetry.tool_call_id("call_8f2a"):
+        look()
+    look()
+    spans = telemetry_capture.spans("look")
+    assert [s.attributes.get(c.GEN_AI_TOOL_CALL_ID) for s in spans] == ["call_8f2a", None]
+    with pytest.raises(telemetry.ConfigurationError):
+        with telemetry.tool_call_id(""):
+            pass
