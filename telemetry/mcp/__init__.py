@@ -24,7 +24,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
 
 from ._hints import annotations_for, hints_from_annotations
 from ._propagation import trace_meta
-from ._results import envelope_result, mcp_outcome
+from ._results import envelope_result
 from ._server import instrument_server, tool
 
 __all__ = [
@@ -32,7 +32,6 @@ __all__ = [
     "envelope_result",
     "hints_from_annotations",
     "instrument_server",
-    "mcp_outcome",
     "tool",
     "trace_meta",
 ]

@@ -1,11 +1,10 @@
-"""Outcomes of what MCP tools return, and refusal envelopes as ``isError`` results.
+"""Refusal envelopes as ``isError`` results, and how MCP tool results are classified.
 
 A server-side tool function returns a plain value, a dict (perhaps a refusal envelope
 ``{"ok": false, "error": CODE, ...}``) or a ``CallToolResult`` it built itself; the SDK wraps
 the first two into a ``CallToolResult`` after the tool returned. The decorator sees the raw
-value, so a dict envelope is classified by ``telemetry.classify`` as it is. A ``CallToolResult``
-object spells its flag ``is_error`` (``isError`` only on the wire), which :func:`mcp_outcome`
-reads, with the envelope code from ``structured_content`` when there is one.
+value and ``telemetry.classify`` reads all three (a ``CallToolResult``'s ``is_error`` and the
+envelope in its ``structured_content`` included).
 """
 
 from __future__ import annotations
@@ -16,30 +15,6 @@ from typing import Any
 
 from mcp_types import CallToolResult, TextContent
 
-from .. import conventions as c
-from ..call import Call
-from ..classify import classify_result
-
-
-def _envelope_code(structured: Any) -> str | None:
-    if not isinstance(structured, Mapping):
-        return None
-    outcome = classify_result(structured).outcome
-    return None if outcome == c.OUTCOME_OK else outcome
-
-
-def mcp_outcome(call: Call, result: Any) -> str | None:
-    """The outcome of a returned ``CallToolResult``; None (keep the derived one) for anything else.
-
-    ``isError`` gives the structured envelope's code, or ``tool_error``. An outcome the tool set
-    itself with ``current_call().set_outcome()`` wins.
-    """
-    if call.outcome is not None or not isinstance(result, CallToolResult):
-        return None
-    code = _envelope_code(result.structured_content)
-    if result.is_error:
-        return code or c.OUTCOME_TOOL_ERROR
-    return code
 
 
 def envelope_result(envelope: Mapping[str, Any]) -> CallToolResult:

@@ -33,7 +33,6 @@ from ..decorator import SPEC_ATTRIBUTE, instrument_tool
 from ..exceptions import ConfigurationError
 from ..spec import OutcomeFn, ReadbackFn, ToolSpec
 from ._hints import annotations_for, check_consistent, merge_hints
-from ._results import mcp_outcome
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -41,19 +40,6 @@ _OPTIONS = frozenset(
     {"kind", "read_only", "destructive", "idempotent", "readback", "outcome", "outcomes", "record_arguments"}
 )
 """The ``instrument_tool`` options :func:`instrument_server` accepts per tool."""
-
-
-def _with_mcp_outcome(user: OutcomeFn | None) -> OutcomeFn:
-    """The user's outcome callable, falling back to the outcome of a returned ``CallToolResult``."""
-
-    def outcome(call: Any, result: Any) -> str | None:
-        if user is not None:
-            chosen = user(call, result)
-            if chosen is not None:
-                return chosen
-        return mcp_outcome(call, result)
-
-    return outcome
 
 
 def _require_server(server: Any, helper: str) -> MCPServer:
@@ -118,7 +104,7 @@ def tool(
             destructive=hints["destructive"],
             idempotent=hints["idempotent"],
             readback=readback,
-            outcome=_with_mcp_outcome(outcome),
+            outcome=outcome,
             outcomes=outcomes,
             record_arguments=record_arguments,
         )(fn)
@@ -192,7 +178,7 @@ def _instrument_bare(record: Any, options: Mapping[str, Any]) -> Callable[..., A
         destructive=hints["destructive"],
         idempotent=hints["idempotent"],
         readback=options.get("readback"),
-        outcome=_with_mcp_outcome(options.get("outcome")),
+        outcome=options.get("outcome"),
         outcomes=options.get("outcomes", ()),
         record_arguments=options.get("record_arguments", ()),
     )(record.fn)
