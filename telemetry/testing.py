@@ -3,11 +3,13 @@
 Use :func:`capture` as a context manager anywhere, or the ``telemetry_capture`` pytest fixture
 (registered automatically when outcome-telemetry is installed)::
 
+    from telemetry import conventions as c
+
     def test_stale_write_is_refused(telemetry_capture):
         write_state("plan", "v2", expected_version="stale")
         span = telemetry_capture.span("write_state")
-        assert span.attributes["tool.outcome"] == "rejected_stale_version"
-        assert telemetry_capture.calls("write_state", outcome="rejected_stale_version") == 1
+        assert span.attributes[c.TOOL_OUTCOME] == c.OUTCOME_REJECTED_STALE_VERSION
+        assert telemetry_capture.calls("write_state", outcome=c.OUTCOME_REJECTED_STALE_VERSION) == 1
 
 While a capture is open it replaces the process's runtime (if any) and restores it afterwards,
 so captures never leak spans or counts into each other or into production telemetry.

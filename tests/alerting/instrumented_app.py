@@ -35,23 +35,7 @@ def _on_term(signum: int, frame: Any) -> None:
     _stop = True
 
 
-@telemetry.instrument_tool(kind="read")
-def read_state(key: str) -> dict[str, Any]:
-    return {"ok": True, "value": f"value of {key}"}
-
-
-_store: dict[str, str] = {}
-
-
-@telemetry.instrument_tool(kind="write", readback=lambda call, result: _store.get(call.arguments["key"]) == call.arguments["value"])
-def write_state(key: str, value: str) -> dict[str, Any]:
-    _store[key] = value
-    return {"ok": True}
-
-
-@telemetry.instrument_tool(kind="write")
-def set_price(sku: str, price: float) -> dict[str, Any]:
-    return {"ok": False, "error": c.OUTCOME_POSTCONDITION_FAILED}
+from sample_tools import read_state, set_price, write_state  # noqa: E402
 
 
 _flip = {"n": 0}

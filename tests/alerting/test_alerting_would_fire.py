@@ -32,23 +32,7 @@ CALLS = 20
 # --- the tools of the scenarios: real instrumented functions -----------------------------------
 
 
-@telemetry.instrument_tool(kind="read")
-def read_state(key: str) -> dict[str, Any]:
-    return {"ok": True, "value": key}
-
-
-_store: dict[str, str] = {}
-
-
-@telemetry.instrument_tool(kind="write", readback=lambda call, result: _store.get(call.arguments["key"]) == call.arguments["value"])
-def write_state(key: str, value: str) -> dict[str, Any]:
-    _store[key] = value
-    return {"ok": True}
-
-
-@telemetry.instrument_tool(kind="write")
-def set_price(sku: str, price: float) -> dict[str, Any]:
-    return {"ok": False, "error": c.OUTCOME_POSTCONDITION_FAILED}
+from sample_tools import read_state, set_price, write_state  # noqa: E402
 
 
 @telemetry.instrument_tool(kind="send")

@@ -1,0 +1,28 @@
+"""Instrumented tools shared by the alerting tests and the app the end-to-end test scrapes:
+a healthy read, a write whose read-back matches, and a write that returns 200 with a bad outcome."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import telemetry
+from telemetry import conventions as c
+
+
+@telemetry.instrument_tool(kind="read")
+def read_state(key: str) -> dict[str, Any]:
+    return {"ok": True, "value": f"value of {key}"}
+
+
+_store: dict[str, str] = {}
+
+
+@telemetry.instrument_tool(kind="write", readback=lambda call, result: _store.get(call.arguments["key"]) == call.arguments["value"])
+def write_state(key: str, value: str) -> dict[str, Any]:
+    _store[key] = value
+    return {"ok": True}
+
+
+@telemetry.instrument_tool(kind="write")
+def set_price(sku: str, price: float) -> dict[str, Any]:
+    return {"ok": False, "error": c.OUTCOME_POSTCONDITION_FAILED}
