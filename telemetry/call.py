@@ -47,6 +47,7 @@ class Call:
         "readback",
         "waivers",
         "replayed",
+        "attributes",
         "_arguments",
     )
 
@@ -60,6 +61,8 @@ class Call:
         self.readback: str | None = None
         self.waivers = 0
         self.replayed = False
+        self.attributes: dict[str, Any] = {}
+        """Domain attributes set during the call, put on the span in one batch when it ends."""
         self._arguments: dict[str, Any] | None = None
 
     @property
@@ -90,14 +93,21 @@ class Call:
         self.readback = readback_value(readback)
 
     def set_attribute(self, key: str, value: Any) -> None:
-        """Put a domain attribute on the call's span (``None`` values are left out)."""
+        """Put a domain attribute on the call's span (``None`` values are left out).
+
+        Attributes are collected and set on the span together with the triad when the call
+        ends (one pass through the SDK's attribute validation instead of one per call here);
+        a later value for the same key wins.
+        """
         if self.span is not None and value is not None:
-            self.span.set_attribute(key, value)
+            self.attributes[key] = value
 
     def set_attributes(self, attributes: Mapping[str, Any]) -> None:
-        """Put several domain attributes on the span at once."""
+        """Put several domain attributes on the span at once (see :meth:`set_attribute`)."""
         if self.span is not None:
-            self.span.set_attributes({k: v for k, v in attributes.items() if v is not None})
+            for key, value in attributes.items():
+                if value is not None:
+                    self.attributes[key] = value
 
     def add_waivers(self, count: int) -> None:
         """Count ``count`` constraint waivers made by this call (``tool_constraint_waivers_total``)."""

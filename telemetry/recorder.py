@@ -85,7 +85,7 @@ def begin(spec: ToolSpec, runtime: Runtime, args: tuple[Any, ...], kwargs: dict[
             arguments = call.arguments
             for name in spec.record_arguments:
                 if name in arguments:
-                    span.set_attribute(c.TOOL_ARGUMENT_PREFIX + name, recordable(name, arguments[name]))
+                    call.attributes[c.TOOL_ARGUMENT_PREFIX + name] = recordable(name, arguments[name])
         except Exception as exc:
             _safe.report(f"recording arguments of {spec.name}", exc)
     call.started = _perf()
@@ -145,11 +145,10 @@ def finish(call: Call, runtime: Runtime, exc: BaseException | None, result: Any 
     span = call.span
     if span is not None:
         try:
-            attributes: dict[str, Any] = {
-                c.TOOL_TRANSPORT: transport,
-                c.TOOL_READBACK: readback,
-                c.TOOL_OUTCOME: _cap(outcome),
-            }
+            attributes: dict[str, Any] = call.attributes
+            attributes[c.TOOL_TRANSPORT] = transport
+            attributes[c.TOOL_READBACK] = readback
+            attributes[c.TOOL_OUTCOME] = _cap(outcome)
             if status_code is not None:
                 attributes[c.HTTP_RESPONSE_STATUS_CODE] = status_code
             if error_type is not None:

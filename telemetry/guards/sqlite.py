@@ -7,8 +7,8 @@ contending writers wait instead of failing. Each thread gets its own connection 
 connections must not be shared across threads), opened lazily.
 
 This module is the whole storage interface the guards use: ``transaction()`` for writes,
-``read()`` for consistent reads, ``ensure_schema()`` at start-up. A PostgreSQL backend for crews
-that span hosts would implement the same three methods.
+``read()`` for consistent reads, ``query_one()`` for a single lookup, ``ensure_schema()`` at
+start-up. A PostgreSQL backend for crews that span hosts would implement the same four methods.
 """
 
 from __future__ import annotations
@@ -98,6 +98,16 @@ class SQLiteStore:
                 yield conn
             finally:
                 conn.execute("COMMIT")
+
+    def query_one(self, sql: str, params: tuple[object, ...] = ()) -> sqlite3.Row | None:
+        """One read statement outside any explicit transaction (SQLite runs it atomically).
+
+        Cheaper than :meth:`read` for a single lookup, such as a read-back; use :meth:`read`
+        when several statements must see the same snapshot.
+        """
+        with self._connection() as conn:
+            row: sqlite3.Row | None = conn.execute(sql, params).fetchone()
+            return row
 
     def ensure_schema(self, name: str, ddl: str) -> None:
         """Create a guard's tables once per store (``ddl`` must be idempotent: IF NOT EXISTS)."""

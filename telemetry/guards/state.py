@@ -129,16 +129,15 @@ def persisted(store: SQLiteStore, key: str, version: str, value_json: str) -> bo
 
     When a later write already replaced it, the change log says what that version held.
     """
-    with store.read() as conn:
-        row = current_row(conn, key)
-        if row is not None and row[1] == version:
-            return row[0] == value_json
-        # No index on version (it would double the cost of every write): scan the log from its
-        # newest end; a version replaced since this call's write is among the last rows.
-        logged = conn.execute(
-            "SELECT value_hash FROM guard_changes WHERE version = ? AND key = ? ORDER BY seq DESC LIMIT 1",
-            (version, key),
-        ).fetchone()
+    row = store.query_one("SELECT value, version FROM guard_state WHERE key = ?", (key,))
+    if row is not None and row[1] == version:
+        return bool(row[0] == value_json)
+    # The append-only change log says what a since-replaced version held. No index on version
+    # (it would double the cost of every write): scan from the newest end, where it is.
+    logged = store.query_one(
+        "SELECT value_hash FROM guard_changes WHERE version = ? AND key = ? ORDER BY seq DESC LIMIT 1",
+        (version, key),
+    )
     return logged is not None and logged[0] == _checks.digest(value_json)
 
 
