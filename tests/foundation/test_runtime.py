@@ -238,3 +238,30 @@ def test_otlp_http_export_from_environment(tmp_path: Path, monkeypatch: pytest.M
     names = [s.name for r in _Receiver.received for rs in r.resource_spans for ss in rs.scope_spans for s in ss.spans]
     assert names == ["execute_tool ping"]
     assert len(all_spans(tmp_path)) == 1
+
+
+def test_asgi_app_serves_the_registry(tmp_path: Path) -> None:
+    """asgi_app() mounts the runtime's registry in an existing ASGI server."""
+    import asyncio
+
+    @telemetry.instrument_tool(kind="read")
+    def ping() -> None: ...
+
+    async def get(app: Any) -> tuple[int, bytes]:
+        sent: list[dict[str, Any]] = []
+
+        async def receive() -> dict[str, Any]:
+            return {"type": "http.request", "body": b"", "more_body": False}
+
+        async def send(message: dict[str, Any]) -> None:
+            sent.append(message)
+
+        scope = {"type": "http", "method": "GET", "path": "/metrics", "query_string": b"", "headers": []}
+        await app(scope, receive, send)
+        status = next(m["status"] for m in sent if m["type"] == "http.response.start")
+        return status, b"".join(m.get("body", b"") for m in sent if m["type"] == "http.response.body")
+
+    with telemetry.configure(service_name="a", traces_dir=tmp_path) as rt:
+        ping()
+        status, body = asyncio.run(get(rt.asgi_app()))
+    assert status == 200 and b'tool="ping"' in body
