@@ -127,6 +127,7 @@ class _JsonLoader:
         self.report = LoadReport()
         self._tmp: Optional[tempfile.TemporaryDirectory[str]] = None
         self._read: dict[Path, Path] = {}  # source file -> the file DuckDB reads
+        self._cut: set[Path] = set()  # sources read through a copy without their partial last line
         self._copies = 0
 
     def _scratch(self, source: Path) -> Path:
@@ -147,9 +148,14 @@ class _JsonLoader:
         source = by_read.get(match.group(1)) if match else None
         if source is None or attempts > len(self._read):
             raise ForensicsInputError(f"DuckDB could not read the traces ({error}); {EXPECTED}") from None
-        if self._read[source] != source:  # a repaired copy was refused: give up on it
+        if self._read[source] != source and source not in self._cut:  # a repaired copy was refused
             raise ForensicsInputError(f"{source}: still unreadable after repair ({error}); {EXPECTED}") from None
         diagnosis = diagnose(source)
+        if source in self._cut:  # its partial last line is already counted as truncated; judge the rest
+            self._cut.discard(source)
+            if diagnosis.truncated_last:
+                diagnosis.bad.pop()
+                diagnosis.truncated_last = False
         if not diagnosis.bad:
             raise ForensicsInputError(f"{source}: DuckDB refused it ({error}); {EXPECTED}") from None
         if diagnosis.only_truncated:
@@ -183,6 +189,7 @@ class _JsonLoader:
                 target = self._scratch(source)
                 copy_prefix(source, target, source.stat().st_size - cut)
                 self._read[source] = target
+                self._cut.add(source)
                 self.report.truncated.append(source)
         attempts = 0
         try:

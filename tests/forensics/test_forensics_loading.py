@@ -199,3 +199,19 @@ def test_several_damaged_files_are_each_repaired_and_reported(tmp_path: Path) ->
         assert [p.name for p in traces.load_report.truncated] == ["c.jsonl"]
         files = traces.connection.execute("SELECT source_file, count(*) FROM spans GROUP BY 1 ORDER BY 1").fetchall()
     assert [(Path(f).name, n) for f, n in files] == [("a.jsonl", 2), ("b.jsonl", 2), ("c.jsonl", 1)]
+
+
+def test_truncated_last_line_and_malformed_middle_line_together_name_the_middle_line(tmp_path: Path) -> None:
+    """A file both cut short and malformed in the middle: the error names the middle line; skipping reads the rest."""
+    lines = _small().lines(per_line=1)
+    path = tmp_path / "t.jsonl"
+    path.write_text(lines[0] + "\n{oops\n" + lines[1] + "\n" + lines[1][:30])
+    with pytest.raises(ForensicsInputError, match=r"line 2: malformed JSON") as caught:
+        open_traces([path])
+    assert str(path) in str(caught.value) and "--skip-bad-lines" in str(caught.value)
+    assert "line 4" not in str(caught.value)  # the partial last line is not a bad line
+    with open_traces([path], skip_bad_lines=True) as traces:
+        assert traces.load_report.spans == 2
+        assert traces.load_report.truncated == [path.resolve()]
+        assert traces.load_report.skipped_lines == 1
+        assert traces.connection.execute("SELECT DISTINCT source_file FROM spans").fetchall() == [(str(path.resolve()),)]
