@@ -26,7 +26,7 @@ import duckdb
 from ..exceptions import ForensicsInputError
 from ..resources import data_file
 from .inputs import TraceInputs
-from .validation import EXPECTED, Diagnosis, copy_prefix, describe, diagnose, truncated_tail
+from .validation import EXPECTED, Diagnosis, copy_prefix, describe, diagnose, truncated_tail, zstd_truncated
 
 Progress = Callable[[str], None]
 """Receives one human-readable progress line (the CLI prints them to stderr)."""
@@ -146,6 +146,9 @@ class _JsonLoader:
         match = _FILE_IN_ERROR.search(str(error))
         by_read = {str(v): k for k, v in self._read.items()}
         source = by_read.get(match.group(1)) if match else None
+        if source is None:  # e.g. "Unexpected end of GZIP stream: PATH": the longest path it names
+            named = [read for read in by_read if read in str(error)]
+            source = by_read[max(named, key=len)] if named else None
         if source is None or attempts > len(self._read):
             raise ForensicsInputError(f"DuckDB could not read the traces ({error}); {EXPECTED}") from None
         if self._read[source] != source and source not in self._cut:  # a repaired copy was refused
@@ -166,6 +169,27 @@ class _JsonLoader:
         else:
             self.report.skipped.append(diagnosis)
         self._repair(diagnosis)
+
+    def _cut_zstd(self, source: Path) -> None:
+        """Read a zstd file that ends mid-frame through a copy of the lines it still holds."""
+        target = self._scratch(source)
+        try:
+            diagnosis = diagnose(source, keep=target)
+        except ForensicsInputError:  # no zstd command to recover the complete lines with
+            raise ForensicsInputError(
+                f"{source}: this zstd file ends mid-frame (it was cut short, for example copied while "
+                "being written); install the zstd command, or run `zstd -dc FILE > FILE.jsonl` (it "
+                "recovers what it can) and read that"
+            ) from None
+        if diagnosis.truncated_last:
+            diagnosis.bad.pop()
+            diagnosis.truncated_last = False
+        if diagnosis.bad and not self.skip_bad_lines:
+            raise ForensicsInputError(describe(diagnosis) + " (pass --skip-bad-lines to read the rest)")
+        if diagnosis.bad:
+            self.report.skipped.append(diagnosis)
+        self.report.truncated.append(source)
+        self._read[source] = target
 
     def _select(self) -> tuple[str, dict[str, object]]:
         """The span query with its bound parameters; repaired copies report their source's name."""
@@ -191,6 +215,8 @@ class _JsonLoader:
                 self._read[source] = target
                 self._cut.add(source)
                 self.report.truncated.append(source)
+            elif source.name.lower().endswith(".zst") and zstd_truncated(source):
+                self._cut_zstd(source)
         attempts = 0
         try:
             while True:

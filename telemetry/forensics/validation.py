@@ -85,6 +85,56 @@ def truncated_tail(path: Path) -> int:
     return 0
 
 
+_ZSTD_MAGIC = 0xFD2FB528
+_ZSTD_SKIPPABLE = 0x184D2A50  # the 16 magics 0x184D2A50..5F mark skippable frames
+
+
+def zstd_truncated(path: Path) -> bool:
+    """True when the zstd file ``path`` ends inside a frame (a copy or a writer cut short).
+
+    DuckDB reads such a file without complaint and returns only the blocks it could decode,
+    possibly none, so this walks the frame and block headers (RFC 8878) with seeks, never
+    decompressing. Anything that is not zstd at all returns False: DuckDB refuses it itself.
+    """
+    size = path.stat().st_size
+    with open(path, "rb") as handle:
+        position = 0
+        while position < size:
+            handle.seek(position)
+            head = handle.read(4)
+            if len(head) < 4:
+                return True
+            magic = int.from_bytes(head, "little")
+            if magic & 0xFFFFFFF0 == _ZSTD_SKIPPABLE:
+                skip = handle.read(4)
+                if len(skip) < 4:
+                    return True
+                position += 8 + int.from_bytes(skip, "little")
+                continue
+            if magic != _ZSTD_MAGIC:
+                return False
+            descriptor = handle.read(1)
+            if not descriptor:
+                return True
+            flags = descriptor[0]
+            single_segment = bool(flags & 0x20)
+            content_size = (1 if single_segment else 0, 2, 4, 8)[flags >> 6]
+            header = 5 + (0 if single_segment else 1) + (0, 1, 2, 4)[flags & 0x03] + content_size
+            position += header
+            last = False
+            while not last:
+                handle.seek(position)
+                block = handle.read(3)
+                if len(block) < 3:
+                    return True
+                value = int.from_bytes(block, "little")
+                last = bool(value & 1)
+                kind, length = (value >> 1) & 0x03, value >> 3
+                position += 3 + (1 if kind == 1 else length)
+            position += 4 if flags & 0x04 else 0  # the content checksum
+        return position > size
+
+
 def copy_prefix(source: Path, target: Path, length: int) -> None:
     """Copy the first ``length`` bytes of ``source`` to ``target`` (dropping a partial tail)."""
     with open(source, "rb") as src, open(target, "wb") as dst:
@@ -182,6 +232,10 @@ def diagnose(path: Path, keep: Optional[Path] = None) -> Diagnosis:
                     else:
                         result.bad.append(BadLine(number, problem))
                         last_bad_number = number
+            except gzip.BadGzipFile as exc:  # not gzip, or corrupt: not a truncation
+                result.bad.append(BadLine(result.lines + 1, f"not a valid gzip stream ({exc}); "
+                                                            "check the file's name and compression"))
+                return result
             except (EOFError, OSError) as exc:  # a compressed stream cut short
                 result.bad.append(BadLine(result.lines + 1, f"compressed stream ends early ({exc})"))
                 result.truncated_last = True

@@ -215,3 +215,60 @@ def test_truncated_last_line_and_malformed_middle_line_together_name_the_middle_
         assert traces.load_report.truncated == [path.resolve()]
         assert traces.load_report.skipped_lines == 1
         assert traces.connection.execute("SELECT DISTINCT source_file FROM spans").fetchall() == [(str(path.resolve()),)]
+
+
+def _many_lines(count: int) -> list[str]:
+    b = TraceBuilder()
+    for i in range(count):
+        b.add(f"r{i}", "read_state", c.KIND_READ, f"agent-{i}", i, attrs=attrs(STATE_KEY=f"k{i}", STATE_VERSION_READ=f"v{i}"))
+    return b.lines(per_line=1)
+
+
+def test_a_gzip_file_cut_short_keeps_its_complete_lines_with_a_truncation_warning(tmp_path: Path) -> None:
+    """A .gz cut mid-stream (copied while written) loads its complete lines and warns, naming the file."""
+    lines = _many_lines(400)
+    data = gzip.compress(("\n".join(lines) + "\n").encode())
+    path = tmp_path / "cut.jsonl.gz"
+    path.write_bytes(data[: len(data) // 2])
+    with open_traces([path]) as traces:
+        assert 0 < traces.load_report.spans < len(lines)
+        assert traces.load_report.truncated == [path.resolve()]
+        assert str(path.resolve()) in traces.load_report.warnings()[0]
+
+
+def test_a_file_named_gz_that_is_not_gzip_is_refused_not_called_truncated(tmp_path: Path) -> None:
+    """Plain text named .gz is an error naming the file, not a silently empty 'truncated' file."""
+    path = tmp_path / "plain.jsonl.gz"
+    path.write_text("\n".join(_small().lines()) + "\n")
+    with pytest.raises(ForensicsInputError, match=r"line 1: not a valid gzip stream") as caught:
+        open_traces([path])
+    assert str(path.resolve()) in str(caught.value)
+
+
+def test_a_zstd_file_cut_short_is_reported_not_silently_empty(tmp_path: Path) -> None:
+    """A .zst cut mid-frame (DuckDB reads it without error) loads its complete lines and warns it was truncated."""
+    import shutil
+    import subprocess
+    zstd = shutil.which("zstd")
+    if zstd is None:
+        if os.environ.get("CI") == "true":
+            pytest.fail("zstd is required in CI (CI=true); .ci/run installs Debian's zstd package")
+        pytest.skip("the zstd command is not installed")
+    lines = _many_lines(4000)  # several zstd blocks, so the first half still decompresses
+    plain = tmp_path / "all.jsonl"
+    plain.write_text("\n".join(lines) + "\n")
+    whole = tmp_path / "whole.jsonl.zst"
+    subprocess.run([zstd, "-q", str(plain), "-o", str(whole)], check=True)
+    with open_traces([whole]) as traces:  # an intact file: no warning
+        assert traces.load_report.spans == len(lines) and not traces.load_report.warnings()
+    data = whole.read_bytes()
+    for name, keep in (("half.jsonl.zst", len(data) // 2), ("tiny.jsonl.zst", 40)):
+        cut = tmp_path / name
+        cut.write_bytes(data[:keep])
+        with open_traces([cut]) as traces:
+            assert traces.load_report.spans < len(lines)
+            assert traces.load_report.truncated == [cut.resolve()], name
+            assert "truncated" in traces.load_report.warnings()[0]
+        if name == "half.jsonl.zst":
+            with open_traces([cut]) as traces:
+                assert traces.load_report.spans > 0
