@@ -50,11 +50,13 @@ DESCRIPTIONS = {
         " new `version`. error=rejected_stale_version means another agent wrote first and nothing was"
         " written: take current_value and current_version from the refusal, redo your change against"
         " current_value, and call write_state again with expected_version=current_version. Never"
-        " resend an old token to force a write through; invalid_argument names the field to fix." + ENVELOPE
+        " resend an old token to force a write through. error=invalid_argument names the field to fix." + ENVELOPE
     ),
     "register_task": (
         "Register an origin task with its objective and constraints [{id, text}]: hop 0 of a delegation"
-        " chain. Registering the same task again with the same content is a no-op." + ENVELOPE
+        " chain. Registering the same task again with the same content is a no-op. error=invalid_argument:"
+        " the task_id is taken by a different task, or a field is malformed (the message says which);"
+        " register the new task under a new task_id, or fix the field." + ENVELOPE
     ),
     "get_task": (
         "Read a task's objective, hop, root and its constraint ledger [{id, text}]: what you must carry"
@@ -67,28 +69,33 @@ DESCRIPTIONS = {
         " missing_ids and required_constraints; copy those ids and texts into constraints (or waive"
         " them with a real reason) and call delegate again. invalid_argument: fix the fields the"
         " message names (unknown or repeated ids, empty reasons, criteria citing no carried id)."
-        " not_found: delegate from a registered task id." + ENVELOPE
+        " error=not_found: delegate from a task id that register_task or delegate returned." + ENVELOPE
     ),
     "publish_objective": (
-        "Publish a task's first objective; returns its `version`, an opaque token. To change it later"
-        " use supersede_objective with a reason." + ENVELOPE
+        "Publish a task's first objective; returns its `version`, an opaque token. error=invalid_argument"
+        " with current_version: the task already has an objective and nothing was published; to change"
+        " it use supersede_objective with a reason (otherwise fix the field the message names)." + ENVELOPE
     ),
     "get_objective": (
         "Read the current objective (for example the refund policy) and its `version`, and register"
         " you as holding that version. Draft against this text and pass this `version` as"
         " policy_version when you send. refresh_required=true means a copy you held earlier was"
-        " superseded: drop anything drafted against it and redo it against this text."
+        " superseded: drop anything drafted against it and redo it against this text. error=not_found:"
+        " nothing is published for this task_id yet; check the id, or publish_objective it first." + ENVELOPE
     ),
     "supersede_objective": (
         "Replace a task's objective with a corrected one; returns the new `version` and `holders`,"
-        " the agents still holding an older version, who must be told." + ENVELOPE
+        " the agents still holding an older version, who must be told. error=not_found: the task has no"
+        " objective yet; publish_objective it instead." + ENVELOPE
     ),
     "send_customer_message": (
         "Send a message to a customer about a ticket. policy_version must be the `version`"
         f" get_objective('{REFUND_POLICY}', agent_id) returned. error=stale_policy: the policy you"
         " drafted against was superseded and nothing was sent; the refusal carries current_policy and"
         " current_version: redraft the message against current_policy and send it again with"
-        " policy_version=current_version. invalid_argument: pass a version get_objective returned." + ENVELOPE
+        " policy_version=current_version. error=invalid_argument: policy_version was never a version of"
+        " the policy (or a field is malformed); call get_objective and pass the `version` it returns."
+        f" error=not_found: no {REFUND_POLICY} is published yet; nothing can be sent until one is." + ENVELOPE
     ),
 }
 

@@ -122,3 +122,36 @@ async def test_send_against_a_superseded_policy_is_refused_with_the_current_one(
     assert [m["body"] for m in outbox] == ["14 days"]
     assert telemetry_capture.sample(c.METRIC_STALE_SENDS_TOTAL, {c.LABEL_TOOL: "send_customer_message"}) == 1.0
     assert telemetry_capture.calls("send_customer_message") == 2.0
+
+
+async def test_every_refusal_a_client_can_provoke_is_explained_in_the_tool_description(server: Any) -> None:
+    """Each refusal code a tool returns (driven for real) is named, with what to do, in that tool's description."""
+    refused: set[tuple[str, str]] = set()
+    budget = {"id": "budget", "text": "spend under 100 EUR"}
+    send = {"ticket_id": "T-1", "body": "hi", "agent_id": "support", "policy_version": "v?"}
+    calls: list[tuple[str, dict[str, Any]]] = [
+        ("get_task", {"task_id": "nope"}),
+        ("get_objective", {"task_id": "refund-policy", "agent_id": "support"}),
+        ("supersede_objective", {"task_id": "refund-policy", "text": "t", "reason": "r"}),
+        ("send_customer_message", send),
+        ("write_state", {"key": "k", "value": 1, "expected_version": "absent"}),
+        ("write_state", {"key": "k", "value": 2, "expected_version": "absent"}),
+        ("register_task", {"task_id": "trip", "objective": "book", "constraints": [budget], "agent_id": "lead"}),
+        ("register_task", {"task_id": "trip", "objective": "other", "constraints": [], "agent_id": "lead"}),
+        ("delegate", {"subtask": "s", "origin_task_id": "trip", "acceptance_criteria": [], "waived_constraints": [],
+                      "constraints": [], "agent_id": "lead"}),
+        ("delegate", {"subtask": "s", "origin_task_id": "nope", "acceptance_criteria": [], "waived_constraints": [],
+                      "constraints": [], "agent_id": "lead"}),
+        ("publish_objective", {"task_id": "refund-policy", "text": "refund 30 days"}),
+        ("publish_objective", {"task_id": "refund-policy", "text": "refund 14 days"}),
+        ("send_customer_message", send),
+    ]
+    async with Client(server[0], mode="legacy") as client:
+        descriptions = {t.name: t.description or "" for t in (await client.list_tools()).tools}
+        for tool, args in calls:
+            result = (await client.call_tool(tool, args)).structured_content
+            if result is not None and result.get("ok") is False:
+                refused.add((tool, result["error"]))
+    assert {("get_objective", c.OUTCOME_NOT_FOUND), ("publish_objective", c.OUTCOME_INVALID_ARGUMENT)} <= refused
+    unexplained = sorted((tool, code) for tool, code in refused if f"error={code}" not in descriptions[tool])
+    assert not unexplained, f"refusals the description does not explain: {unexplained}"
