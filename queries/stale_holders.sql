@@ -4,10 +4,13 @@
 -- objective.task_id and objective.version) returned in its run. It acts with any write, send or
 -- delegate span. It is stale when, at the action, a newer version had been published or
 -- superseded (objective.version on an accepted, non-read, non-send span of that objective). One row
--- per agent, objective and held version, with the first stale action and how many there were.
+-- per agent, objective and held version, with the first stale action and how many there were;
+-- accepted_stale_actions counts those that went through (a guard's refusal, e.g. stale_policy, is
+-- a stale action that was prevented). Rows with accepted stale actions come first.
 --
 -- Columns: run_id, agent_id, objective_task_id, held_version, current_version, superseded_at,
---   first_stale_action_at, first_stale_tool, stale_actions, trace_id, span_id (first action)
+--   first_stale_action_at, first_stale_tool, stale_actions, accepted_stale_actions, trace_id,
+--   span_id (first action)
 --
 -- Example: run r-5, agent writer held objective T9 v1; v2 was published at 10:04; writer then
 --   called send_email at 10:06 (3 stale actions in all).
@@ -27,7 +30,7 @@ held AS (
     SELECT DISTINCT run_id, agent_id, objective_task_id FROM holdings
 ),
 actions AS (
-    SELECT a.run_id, a.agent_id, a.tool_name, a.start_time, a.start_time_unix_nano AS t,
+    SELECT a.run_id, a.agent_id, a.tool_name, a.outcome, a.start_time, a.start_time_unix_nano AS t,
            a.trace_id, a.span_id, h.objective_task_id
     FROM spans a
     JOIN held h ON h.run_id = a.run_id AND h.agent_id = a.agent_id
@@ -51,7 +54,9 @@ SELECT
     run_id, agent_id, objective_task_id, held_version,
     arg_min(current_version, t) AS current_version, arg_min(superseded_at, t) AS superseded_at,
     min(start_time) AS first_stale_action_at, arg_min(tool_name, t) AS first_stale_tool,
-    count(*) AS stale_actions, arg_min(trace_id, t) AS trace_id, arg_min(span_id, t) AS span_id
+    count(*) AS stale_actions,
+    count(*) FILTER (WHERE coalesce(outcome, 'ok') IN ('ok', 'forced')) AS accepted_stale_actions,
+    arg_min(trace_id, t) AS trace_id, arg_min(span_id, t) AS span_id
 FROM judged
 GROUP BY run_id, agent_id, objective_task_id, held_version
-ORDER BY stale_actions DESC, first_stale_action_at, run_id, agent_id;
+ORDER BY accepted_stale_actions DESC, stale_actions DESC, first_stale_action_at, run_id, agent_id;

@@ -126,12 +126,13 @@ def test_stale_sends_finds_the_refused_and_the_accepted_stale_send(traces: Foren
 
 
 def test_stale_holders_finds_agents_acting_on_a_superseded_objective(traces: Forensics) -> None:
-    """stale_holders: writer (two stale actions) and reviewer (one); billing refreshed, writer's early send was current."""
+    """stale_holders: writer (two accepted stale actions) and reviewer (one, refused); billing refreshed, writer's early send was current."""
     rows = traces.run("stale_holders")
     assert project(rows, "run_id", "agent_id", "objective_task_id", "held_version", "current_version",
-                   "stale_actions", "first_stale_tool", "span_id") == {
-        ("r-obj", "writer", "refunds-policy", "v1", "v2", 2, "send_email", span_id(B, "r-obj", 313)),
-        ("r-obj", "reviewer", "refunds-policy", "v1", "v2", 1, "send_email", span_id(B, "r-obj", 312)),
+                   "stale_actions", "accepted_stale_actions", "first_stale_tool", "span_id") == {
+        ("r-obj", "writer", "refunds-policy", "v1", "v2", 2, 2, "send_email", span_id(B, "r-obj", 313)),
+        # the reviewer's one stale action was the send the guard refused: prevented, not acted on
+        ("r-obj", "reviewer", "refunds-policy", "v1", "v2", 1, 0, "send_email", span_id(B, "r-obj", 312)),
     }
     assert len(rows) == 2
 
