@@ -256,6 +256,27 @@ def load_to_parquet(
     return _JsonLoader(con, skip_bad_lines, progress).load(files, parquet=target)
 
 
+_PART_COLUMNS = frozenset({"run_id", "trace_id", "span_id", "start_time_unix_nano", "attribute_keys",
+                           "attribute_values", "attribute_arrays", "tool_kind", "outcome"})
+"""Columns every Parquet part written by ``ingest`` has (a sample of the ``spans`` columns)."""
+
+
+def _check_parts(con: duckdb.DuckDBPyConnection, parquet: list[str]) -> None:
+    """Refuse Parquet files that are not ``ingest`` parts (damaged, or another table) by name."""
+    advice = ("Parquet inputs must be parts written by `outcome-telemetry forensics ingest`; leave the "
+              "file out, or ingest the JSON lines again into a fresh directory")
+    try:
+        rows = con.execute("SELECT file_name, list(name) FROM parquet_schema($files) GROUP BY file_name",
+                           {"files": parquet}).fetchall()
+    except duckdb.Error as error:
+        raise ForensicsInputError(f"a Parquet input could not be read ({error}); {advice}") from None
+    for name, columns in sorted(rows):
+        missing = sorted(_PART_COLUMNS - set(columns))
+        if missing:
+            raise ForensicsInputError(f"{name}: not a forensics Parquet part (no {', '.join(missing)} "
+                                      f"column); {advice}")
+
+
 def load(
     con: duckdb.DuckDBPyConnection,
     inputs: TraceInputs,
@@ -271,6 +292,8 @@ def load(
     install_macros(con)
     report = LoadReport()
     parquet = [str(p) for p in inputs.parquet_files]
+    if parquet:
+        _check_parts(con, parquet)
     if inputs.json_files:
         if progress:
             total = sum(p.stat().st_size for p in inputs.json_files)

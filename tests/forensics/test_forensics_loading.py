@@ -272,3 +272,20 @@ def test_a_zstd_file_cut_short_is_reported_not_silently_empty(tmp_path: Path) ->
         if name == "half.jsonl.zst":
             with open_traces([cut]) as traces:
                 assert traces.load_report.spans > 0
+
+
+def test_parquet_inputs_that_are_not_ingest_parts_are_refused_naming_the_file(tmp_path: Path) -> None:
+    """A damaged .parquet or a foreign one (other columns) is a ForensicsInputError naming it, not a DuckDB crash."""
+    import duckdb
+    damaged = tmp_path / "damaged" / "x.parquet"
+    damaged.parent.mkdir()
+    damaged.write_text("not parquet\n")
+    foreign = tmp_path / "foreign" / "sales.parquet"
+    foreign.parent.mkdir()
+    duckdb.sql("SELECT 1 AS order_id, 'eu' AS region").write_parquet(str(foreign))
+    for path in (damaged, foreign):
+        with pytest.raises(ForensicsInputError, match="ingest") as caught:
+            open_traces([path.parent])
+        assert str(path.resolve()) in str(caught.value)
+    with pytest.raises(ForensicsInputError, match="sales.parquet"):  # next to JSON lines, too
+        open_traces([_small().write(tmp_path / "foreign" / "t.jsonl")] + [foreign])
