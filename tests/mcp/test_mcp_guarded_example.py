@@ -8,10 +8,12 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+import anyio
 import mcp_support  # noqa: F401  (skips without the SDK, fails in CI)
 import pytest
 
-from mcp import Client
+from mcp import Client, ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.server.mcpserver import MCPServer
 
 from telemetry import conventions as c
@@ -155,3 +157,24 @@ async def test_every_refusal_a_client_can_provoke_is_explained_in_the_tool_descr
     assert {("get_objective", c.OUTCOME_NOT_FOUND), ("publish_objective", c.OUTCOME_INVALID_ARGUMENT)} <= refused
     unexplained = sorted((tool, code) for tool, code in refused if f"error={code}" not in descriptions[tool])
     assert not unexplained, f"refusals the description does not explain: {unexplained}"
+
+
+async def test_the_script_serves_over_stdio_to_a_real_client_session(tmp_path: Path) -> None:
+    """`python examples/mcp_guarded_server.py` speaks MCP on stdout: list, a stale refusal, spans on disk."""
+    traces = tmp_path / "traces"
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=[str(EXAMPLE), "--db", str(tmp_path / "crew.sqlite3"), "--traces", str(traces)],
+        cwd=str(tmp_path),
+    )
+    write = {"key": "plan", "value": 1, "expected_version": "absent", "agent_id": "a"}
+    with anyio.fail_after(60), (tmp_path / "server.stderr").open("w") as errlog:
+        async with stdio_client(params, errlog=errlog) as streams, ClientSession(*streams) as session:
+            await session.initialize()
+            names = {t.name for t in (await session.list_tools()).tools}
+            first = await session.call_tool("write_state", write)
+            stale = await session.call_tool("write_state", {**write, "agent_id": "b"})
+    assert "send_customer_message" in names and first.structured_content["ok"] is True
+    assert stale.structured_content["error"] == c.OUTCOME_REJECTED_STALE_VERSION
+    assert "metrics: http://127.0.0.1:" in (tmp_path / "server.stderr").read_text()
+    assert c.OUTCOME_REJECTED_STALE_VERSION in "".join(p.read_text() for p in traces.glob("*.jsonl"))
