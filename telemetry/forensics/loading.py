@@ -66,6 +66,9 @@ class LoadReport:
             where = ", ".join(str(b.number) for b in diagnosis.bad[:10])
             more = " ..." if len(diagnosis.bad) > 10 else ""
             out.append(f"skipped {len(diagnosis.bad)} bad line(s) in {diagnosis.path}: lines {where}{more}")
+        if self.files and not self.spans:
+            out.append(f"no spans in {self.files} file(s), so every question finds nothing; check that "
+                       "these are the exporter's trace files and that it has flushed them")
         return out
 
 

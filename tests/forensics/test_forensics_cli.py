@@ -158,3 +158,13 @@ def test_round_trip_from_real_instrumented_calls(tmp_path: Path) -> None:
         assert [r["span_id"] for r in traces.run("readback_mismatches")] == \
             [traces.connection.execute("SELECT span_id FROM spans WHERE tool_name = 'save'").fetchall()[0][0]]
         assert {(r["constraint_id"], r["dropped_at_hop"]) for r in traces.run("constraint_loss_by_hop")} == {("C2", 1)}
+
+
+def test_empty_trace_files_warn_that_nothing_was_read(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Empty files load, but the report says no spans were read rather than a bare 'Nothing found'."""
+    (tmp_path / "a.jsonl").write_text("")
+    (tmp_path / "b.jsonl").write_text("\n\n")
+    assert main(["report", str(tmp_path), "-q"]) == 0
+    captured = capsys.readouterr()
+    assert "warning: no spans in 2 file(s)" in captured.err
+    assert "warning: no spans in 2 file(s)" in captured.out  # the report itself carries it too
