@@ -256,7 +256,7 @@ NOT_BAD_OUTCOMES: Final = frozenset({OUTCOME_OK, OUTCOME_FORCED}) | REFUSAL_OUTC
 guard refusals (prevented failures, alerted on by their ratio instead)."""
 
 RULE_CALLS_RATE5M: Final = "tool:tool_calls:rate5m"
-RULE_BAD_OUTCOME_SUCCESSES_RATE5M: Final = "tool:bad_outcome_successes:rate5m"
+RULE_BAD_OUTCOME_SUCCESSES_RATE5M: Final = "tool_outcome:bad_outcome_successes:rate5m"
 RULE_INTENT_SUCCESS_RATIO_RATE5M: Final = "tool:intent_success:ratio_rate5m"
 RULE_INTENT_ERROR_RATIO_RATE5M: Final = "tool:intent_error:ratio_rate5m"
 RULE_INTENT_ERROR_RATIO_RATE30M: Final = "tool:intent_error:ratio_rate30m"

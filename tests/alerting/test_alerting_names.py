@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
@@ -145,3 +146,17 @@ def test_promql_extractor_refuses_unknown_functions() -> None:
     """An identifier called like a function that PromQL lacks is an error, not a metric."""
     with pytest.raises(ValueError, match="ratee"):
         extract("ratee(tool_calls_total[5m])")
+
+
+def test_recording_rule_levels_name_the_labels_they_keep() -> None:
+    """Recording rules follow level:metric:operations, the level naming the `by (...)` labels kept."""
+    wrong = []
+    for rule in shipped.rules():
+        name = rule.get("record")
+        kept = re.search(r"\bby\s*\(([^)]*)\)", rule.get("expr", "")) if name else None
+        if kept is None:  # the SLO constants aggregate nothing
+            continue
+        level = "_".join(label.strip() for label in kept.group(1).split(","))
+        if name.split(":")[0] != level:
+            wrong.append(f"{name} keeps ({kept.group(1)}): its level should be {level}")
+    assert not wrong, wrong
