@@ -204,3 +204,24 @@ def test_relation_returns_a_duckdb_relation_for_further_sql(traces: Forensics) -
     """relation(): a lazy DuckDB relation that can be filtered further."""
     rel = traces.relation("constraint_loss_by_hop")
     assert rel.filter("constraint_id = 'C3'").aggregate("count(*)").fetchall() == [(1,)]
+
+
+def test_the_mcp_sdks_tools_call_server_spans_change_no_question(tmp_path: Path) -> None:
+    """SDK `tools/call X` SERVER spans (gen_ai.tool.name, error.type tool_error, status error) add no rows anywhere."""
+    import json
+
+    from forensics_builder import TraceBuilder, hex_id, ns
+    base = tmp_path / "base.jsonl"
+    TraceBuilder(B.spans).write(base)
+    spans = [{"traceId": s.trace_id, "spanId": hex_id(f"mcp:{s.serial}", 16), "name": "tools/call " + s.tool,
+              "kind": 2, "startTimeUnixNano": str(ns(s.t) - 1000), "endTimeUnixNano": str(ns(s.t) + 2_000_000),
+              "status": {"code": 2},
+              "attributes": [{"key": k, "value": {"stringValue": v}} for k, v in (
+                  ("mcp.method.name", "tools/call"), (c.GEN_AI_OPERATION_NAME, c.OPERATION_EXECUTE_TOOL),
+                  (c.GEN_AI_TOOL_NAME, s.tool), (c.ERROR_TYPE, c.OUTCOME_TOOL_ERROR))]} for s in B.spans]
+    with_mcp = tmp_path / "with_mcp.jsonl"
+    with_mcp.write_text(base.read_text() + json.dumps({"resourceSpans": [{"scopeSpans": [{"spans": spans}]}]}) + "\n")
+    with open_traces([base]) as plain, open_traces([with_mcp]) as mixed:
+        assert mixed.load_report.spans == 2 * plain.load_report.spans
+        for name in QUESTION_NAMES:
+            assert mixed.run(name) == plain.run(name), name
