@@ -30,9 +30,20 @@ class BadInput(Exception):
         self.envelope = envelope
 
 
-def invalid(message: str, **context: Any) -> BadInput:
-    """An ``invalid_argument`` refusal (not retryable as is: the caller must change the call)."""
-    return BadInput(refusal(c.OUTCOME_INVALID_ARGUMENT, message, retry=False, **context))
+def invalid(message: str, *, retry: bool = True, **context: Any) -> BadInput:
+    """An ``invalid_argument`` refusal. ``retry`` is true by the envelope's definition: the call
+    can succeed once the caller changes what the message names; pass ``retry=False`` only when
+    nothing the caller can send will do (for example a registered action that is broken)."""
+    return BadInput(refusal(c.OUTCOME_INVALID_ARGUMENT, message, retry=retry, **context))
+
+
+def _encodable(name: str, value: str) -> None:
+    """Refuse text UTF-8 cannot carry (a lone surrogate, which JSON from a model can contain)."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise invalid(f"{name} contains characters that are not valid Unicode text (a lone surrogate); "
+                      f"send it as plain UTF-8 text") from None
 
 
 def text(name: str, value: Any, *, max_length: int = MAX_KEY_LENGTH) -> str:
@@ -43,6 +54,7 @@ def text(name: str, value: Any, *, max_length: int = MAX_KEY_LENGTH) -> str:
         raise invalid(f"{name} must be a non-empty string, got {value!r}")
     if len(value) > max_length:
         raise invalid(f"{name} is {len(value)} characters long; the limit is {max_length}: use a shorter {name}")
+    _encodable(name, value)
     return value
 
 
@@ -55,11 +67,12 @@ def canonical_json(name: str, value: Any, *, max_bytes: int) -> str:
     """The canonical JSON text of ``value`` (sorted keys, no NaN), at most ``max_bytes`` long."""
     try:
         encoded = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
-    except (TypeError, ValueError) as exc:
+    except (TypeError, ValueError, OverflowError, RecursionError) as exc:
         raise invalid(
             f"{name} must be a JSON value (string, number, boolean, null, list or object with string keys); "
-            f"{_show(value)} is not: {exc}"
+            f"{_show(value)} is not: {_show(exc)}"
         ) from None
+    _encodable(name, encoded)
     size = len(encoded.encode("utf-8"))
     if size > max_bytes:
         raise invalid(f"{name} is {size} bytes as JSON; the limit is {max_bytes} bytes: store a smaller value")
@@ -68,8 +81,12 @@ def canonical_json(name: str, value: Any, *, max_bytes: int) -> str:
 
 def number(name: str, value: Any, *, low: float, high: float) -> float:
     """A finite real number in ``[low, high]`` (booleans are refused)."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise invalid(f"{name} must be a number, got {_show(value)}")
+    try:
+        finite = not isinstance(value, bool) and isinstance(value, (int, float)) and math.isfinite(value)
+    except OverflowError:  # an int too large for a float
+        finite = False
+    if not finite:
+        raise invalid(f"{name} must be a finite number from {low:g} to {high:g}, got {_show(value)}; send a number, not a string")
     if not low <= value <= high:
         raise invalid(f"{name}={value!r} is out of range: pass a value from {low:g} to {high:g}")
     return float(value)
@@ -79,11 +96,15 @@ def digest(*parts: str) -> str:
     """A hex SHA-256 of the parts (NUL-separated), for hashes that go on spans and into tables."""
     h = hashlib.sha256()
     for part in parts:
-        h.update(part.encode("utf-8"))
+        h.update(part.encode("utf-8", "surrogatepass"))
         h.update(b"\0")
     return h.hexdigest()
 
 
 def _show(value: Any) -> str:
-    shown = repr(value)
+    """A short, safe rendering of a bad value for a message (never raises)."""
+    try:
+        shown = repr(value)
+    except Exception:  # e.g. an int with too many digits to render
+        return f"a {type(value).__name__}"
     return shown if len(shown) <= 80 else shown[:77] + "..."

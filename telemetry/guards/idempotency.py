@@ -30,6 +30,7 @@ Keys and payloads are stored and recorded only as hashes.
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import inspect
 import json
@@ -39,6 +40,7 @@ import time
 from collections.abc import Callable
 from typing import Any, Final, TypeVar
 
+from .. import _safe
 from .. import conventions as c
 from ..call import current_call
 from ..classify import classify_result
@@ -92,7 +94,7 @@ class IdempotencyKeys:
     def idempotent(self, key_param: str = "idempotency_key", *, scope: str | None = None) -> Callable[[F], F]:
         """Decorate a sync or async tool whose ``key_param`` argument carries the idempotency key.
 
-        ``scope`` namespaces the keys (default: the function's qualified name), so one key used
+        ``scope`` namespaces the keys (default: the function's module and qualified name), so one key used
         with two different tools means two different requests.
         """
 
@@ -109,7 +111,7 @@ class IdempotencyKeys:
                 raise ConfigurationError(
                     f"{func.__name__}{signature} has no parameter {key_param!r}; add it or pass key_param="
                 )
-            name = scope if scope is not None else func.__qualname__
+            name = scope if scope is not None else f"{func.__module__}.{func.__qualname__}"
             if not isinstance(name, str) or not name:
                 raise ConfigurationError(f"scope must be a non-empty string, got {scope!r}")
             guard = _Guard(self, name, key_param, signature)
@@ -117,15 +119,17 @@ class IdempotencyKeys:
 
                 @functools.wraps(func)
                 async def async_wrapper(*args: Any, **kwargs: Any) -> Any:
-                    ticket = guard.claim(args, kwargs)
+                    # The store calls can wait on SQLite's lock: keep them off the event loop
+                    # (to_thread copies the context, so current_call() still finds this call).
+                    ticket = await asyncio.to_thread(guard.claim, args, kwargs)
                     if ticket.answer is not None:
                         return ticket.answer
                     try:
                         result = await func(*args, **kwargs)
                     except BaseException:
-                        guard.release(ticket)
+                        await asyncio.to_thread(guard.release, ticket)
                         raise
-                    guard.complete(ticket, result)
+                    await asyncio.to_thread(guard.complete, ticket, result)
                     return result
 
                 return async_wrapper  # type: ignore[return-value]
@@ -180,12 +184,18 @@ class _Guard:
             key = _checks.text(self.key_param, arguments.get(self.key_param))
         except BadInput as bad:
             return _Ticket(bad.envelope)
-        payload = json.dumps(
-            {k: v for k, v in arguments.items() if k != self.key_param and k not in _SKIPPED_PARAMETERS},
-            sort_keys=True,
-            separators=(",", ":"),
-            default=str,
-        )
+        try:
+            payload = json.dumps(
+                {k: v for k, v in arguments.items() if k != self.key_param and k not in _SKIPPED_PARAMETERS},
+                sort_keys=True,
+                separators=(",", ":"),
+                default=str,
+            )
+            _checks.text("arguments", payload, max_length=len(payload) + 1)  # refuses lone surrogates
+        except BadInput as bad:
+            return _Ticket(bad.envelope)
+        except (TypeError, ValueError, OverflowError, RecursionError) as exc:
+            return _Ticket(_checks.invalid(f"the arguments of {self.scope} cannot be compared as JSON: {exc}").envelope)
         key_hash = _checks.digest(self.scope, key)[:32]
         payload_hash = _checks.digest(payload)[:32]
         call.set_attributes({c.IDEMPOTENCY_KEY_HASH: key_hash, c.IDEMPOTENCY_PAYLOAD_HASH: payload_hash})
@@ -235,18 +245,31 @@ class _Guard:
             )
 
     def complete(self, ticket: _Ticket, result: Any) -> None:
-        """Store the tool's result under the key (or release it for a retryable refusal)."""
-        if isinstance(result, dict) and result.get("ok") is False and result.get("retry") is True:
-            self.release(ticket)
+        """Store the tool's result under the key (or release it for a retryable refusal).
+
+        Never raises: the write already happened, so the caller must get its result. A result
+        JSON cannot hold is stored as a note (a replay then says so); a store that cannot be
+        written leaves the claim to expire with its lease, and the failure is logged.
+        """
+        try:
+            if isinstance(result, dict) and result.get("ok") is False and result.get("retry") is True:
+                self.release(ticket)
+                return
+            outcome = classify_result(result).outcome
+            try:
+                stored = json.dumps(result, sort_keys=True, default=str)
+            except (TypeError, ValueError, OverflowError, RecursionError):
+                stored = json.dumps({"ok": outcome == c.OUTCOME_OK, "result_not_stored": True,
+                                     "note": "the original call ran; its result could not be stored as JSON"})
+            with self.keys.store.transaction() as conn:
+                cursor = conn.execute(
+                    "UPDATE guard_idempotency SET status = ?, result = ?, outcome = ?, completed_at = ? "
+                    "WHERE scope = ? AND key_hash = ? AND original_id = ?",
+                    (_DONE, stored, outcome, time.time(), self.scope, ticket.key_hash, ticket.original_id),
+                )
+        except Exception as exc:
+            _safe.report(f"storing the idempotent result of {self.scope}", exc)
             return
-        stored = json.dumps(result, sort_keys=True, default=str)
-        outcome = classify_result(result).outcome
-        with self.keys.store.transaction() as conn:
-            cursor = conn.execute(
-                "UPDATE guard_idempotency SET status = ?, result = ?, outcome = ?, completed_at = ? "
-                "WHERE scope = ? AND key_hash = ? AND original_id = ?",
-                (_DONE, stored, outcome, time.time(), self.scope, ticket.key_hash, ticket.original_id),
-            )
         if cursor.rowcount != 1:
             logger.warning(
                 "idempotency claim %s of %s was taken over after its lease expired; its result was not stored "

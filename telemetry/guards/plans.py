@@ -75,14 +75,6 @@ CREATE TABLE IF NOT EXISTS guard_plans (
 );
 """
 _PLANNED, _COMMITTED, _FAILED = "planned", "committed", "failed"
-
-
-class _Undo(Exception):
-    """Raised inside a commit's transaction to roll its writes back; carries the result."""
-
-    def __init__(self, result: dict[str, Any]) -> None:
-        super().__init__(result.get("message"))
-        self.result = result
 _REPLAN = "make a new plan with plan_change and have it confirmed again"
 
 
@@ -219,8 +211,8 @@ class Planner:
         ``plan_binding_moved`` (the objects, policy or schema changed since: make a new plan and
         have it approved again). Committing the same plan twice returns the first result with
         ``deduplicated: true``. A result ``postcondition_failed`` means the writes returned ok but
-        did not change exactly the planned objects; they were rolled back (``undone: true``) and
-        nothing changed: report it, do not retry this plan.
+        did not change exactly the planned objects; by default they were rolled back (``undone:
+        true``, nothing changed): report it, do not retry this plan.
         """
         call = current_call()
         try:
@@ -262,12 +254,20 @@ class Planner:
         }
         if moved:
             return _binding_moved(plan_id, moved, _REPLAN)
+        if plan["action"] not in self._actions:
+            return _checks.invalid(
+                f"plan {plan_id} uses action {plan['action']!r}, which this planner has not registered (it was "
+                f"planned by another process or before a restart); commit it where that action is registered",
+                retry=False,
+                plan_id=plan_id,
+            ).envelope
         try:
             return self._commit(plan, targets, bound_to, agent_id)
         except BadInput as bad:  # the action tried to write something invalid: all rolled back
             return _checks.invalid(
                 f"action {plan['action']!r} of plan {plan_id} tried an invalid write, so nothing was written: "
-                f"{bad.envelope['message']}"
+                f"{bad.envelope['message']}. The action itself is at fault: report it to a human.",
+                retry=False,
             ).envelope
 
     def _commit(
@@ -277,43 +277,38 @@ class Planner:
         call = current_call()
         plan_id = plan["plan_id"]
         undo = self.undo_on_postcondition_failure
-        try:
-            with self.state.store.transaction() as conn:
-                status, stored = conn.execute(
-                    "SELECT status, result FROM guard_plans WHERE plan_id = ?", (plan_id,)
-                ).fetchone()
-                if status in (_COMMITTED, _FAILED):  # a concurrent commit of the same plan won
-                    return _replay(stored)
-                now_matched = match_objects(conn, plan["object_set"], json.loads(plan["predicate"]))
-                now_hash = set_hash(now_matched)
-                if now_hash != bound_to[OBJECT_SET_HASH]:
-                    moved = {OBJECT_SET_HASH: {"planned": bound_to[OBJECT_SET_HASH], "current": now_hash}}
-                    return _binding_moved(plan_id, moved, _REPLAN, objects_matched_now=len(now_matched))
-                writer = PlanWriter(conn, plan_id, actor, self.state.max_value_bytes)
-                action, params = self._actions[plan["action"]], json.loads(plan["params"])
-                for key, value in object_values(conn, [k for k, _ in targets]):
-                    action(writer, key, value, params)
-                changed = {
-                    row[0]
-                    for row in conn.execute("SELECT DISTINCT key FROM guard_changes WHERE change_ref = ?", (plan_id,))
-                }
-                result = postcondition(plan_id, {k for k, _ in targets}, changed, undone=undo)
-                # Read back inside the transaction: the writes persisted as sent (state success)
-                # whether or not the set is right (intent success); the undo comes after.
-                readback = _persisted(conn, writer.written)
-                if undo and not result["ok"]:
-                    raise _Undo(result)
-                conn.execute(
-                    "UPDATE guard_plans SET status = ?, result = ?, committed_at = ? WHERE plan_id = ?",
-                    (_COMMITTED, json.dumps(result), time.time(), plan_id),
-                )
-        except _Undo as undone:
-            result = undone.result
-            with self.state.store.transaction() as conn:
-                conn.execute(
-                    "UPDATE guard_plans SET status = ?, result = ?, committed_at = ? WHERE plan_id = ? AND status = ?",
-                    (_FAILED, json.dumps(result), time.time(), plan_id, _PLANNED),
-                )
+        with self.state.store.transaction() as conn:
+            status, stored = conn.execute("SELECT status, result FROM guard_plans WHERE plan_id = ?", (plan_id,)).fetchone()
+            if status in (_COMMITTED, _FAILED):  # a concurrent commit of the same plan won
+                return _replay(stored)
+            now_matched = match_objects(conn, plan["object_set"], json.loads(plan["predicate"]))
+            now_hash = set_hash(now_matched)
+            if now_hash != bound_to[OBJECT_SET_HASH]:
+                moved = {OBJECT_SET_HASH: {"planned": bound_to[OBJECT_SET_HASH], "current": now_hash}}
+                return _binding_moved(plan_id, moved, _REPLAN, objects_matched_now=len(now_matched))
+            # The writes go under a savepoint, so a failing postcondition undoes them while the
+            # verdict is recorded in the same transaction: no other commit of this plan can run
+            # in between and find it still "planned".
+            conn.execute("SAVEPOINT plan_writes")
+            writer = PlanWriter(conn, plan_id, actor, self.state.max_value_bytes)
+            action, params = self._actions[plan["action"]], json.loads(plan["params"])
+            for key, value in object_values(conn, [k for k, _ in targets]):
+                action(writer, key, value, params)
+            changed = {
+                row[0] for row in conn.execute("SELECT DISTINCT key FROM guard_changes WHERE change_ref = ?", (plan_id,))
+            }
+            result = postcondition(plan_id, {k for k, _ in targets}, changed, undone=undo)
+            # Read back before any undo: the writes persisted as sent (state success) whether or
+            # not they were the right set (intent success).
+            readback = _persisted(conn, writer.written)
+            failed = undo and not result["ok"]
+            if failed:
+                conn.execute("ROLLBACK TO plan_writes")
+            conn.execute("RELEASE plan_writes")
+            conn.execute(
+                "UPDATE guard_plans SET status = ?, result = ?, committed_at = ? WHERE plan_id = ?",
+                (_FAILED if failed else _COMMITTED, json.dumps(result), time.time(), plan_id),
+            )
         call.set_attributes(
             {
                 c.PLAN_CHANGED_COUNT: result["changed_count"],

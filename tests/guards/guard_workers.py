@@ -90,7 +90,7 @@ def replay_charge(db: str, key: str, runs_path: str, out_path: str, start: Any) 
 
 def crash_holding_claim(db: str, key: str, start: Any) -> None:
     """Claim ``key`` and die inside the tool, as a process killed mid-write would."""
-    keys = IdempotencyKeys(SQLiteStore(db), lease_seconds=0.5)
+    keys = IdempotencyKeys(SQLiteStore(db), lease_seconds=600)
 
     @keys.idempotent(scope="crashy")
     def crashy_write(n: int, idempotency_key: str) -> dict[str, Any]:

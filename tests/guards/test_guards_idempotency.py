@@ -144,7 +144,7 @@ def test_claim_held_by_a_running_call_answers_in_progress(keys: IdempotencyKeys,
 def test_claim_of_a_crashed_process_is_taken_over_after_its_lease(tmp_path: Path) -> None:
     """A process that died holding a key blocks it only until the lease ends, then the retry runs."""
     db = str(tmp_path / "guards.db")
-    keys = IdempotencyKeys(SQLiteStore(db), lease_seconds=0.5)
+    keys = IdempotencyKeys(SQLiteStore(db), lease_seconds=600)  # long: the lease ends when the test says
     ctx = multiprocessing.get_context("spawn")
     start = ctx.Event()
     proc = ctx.Process(target=guard_workers.crash_holding_claim, args=(db, "k", start))
@@ -161,7 +161,8 @@ def test_claim_of_a_crashed_process_is_taken_over_after_its_lease(tmp_path: Path
 
     blocked = crashy_write(1, idempotency_key="k")
     assert blocked["error"] == c.OUTCOME_IN_PROGRESS and runs == []
-    time.sleep(0.6)
+    with keys.store.transaction() as conn:  # the dead holder's lease runs out (no sleeping on a busy CI box)
+        conn.execute("UPDATE guard_idempotency SET lease_until = ? WHERE scope = 'crashy'", (time.time() - 1,))
     assert crashy_write(1, idempotency_key="k") == {"ok": True} and runs == [1]
 
 

@@ -241,7 +241,7 @@ def test_unknown_plan_id_is_not_found(shop: Shop) -> None:
         ({"bindings": {"policy_version": 14}}, "bindings must map"),
         ({"bindings": {"mood": "good"}}, "unknown bindings"),
         ({"ttl_seconds": -1}, "ttl_seconds=-1 is out of range"),
-        ({"ttl_seconds": "soon"}, "ttl_seconds must be a number"),
+        ({"ttl_seconds": "soon"}, "ttl_seconds must be a finite number"),
     ],
 )
 def test_bad_plan_input_is_invalid_argument(shop: Shop, overrides: dict[str, Any], needle: str) -> None:
@@ -277,3 +277,15 @@ def test_plan_size_cap(tmp_path: Path) -> None:
     small.register_transform("reprice", lambda v, p: v)
     result = small.plan_change("reprice", "products", SUMMER)
     assert result["error"] == c.OUTCOME_INVALID_ARGUMENT and "at most 3" in result["message"]
+
+
+def test_commit_where_the_action_is_not_registered_is_refused(shop: Shop) -> None:
+    """A planner (another process, a restart) without the plan's action refuses the commit, writing nothing."""
+    plan = shop.plan()
+    other = Planner(shop.state, bindings={n: (lambda n=n: shop.live[n]) for n in shop.live})
+    before = shop.prices()
+    refused = other.commit_plan(plan["plan_id"])
+    assert refused["error"] == c.OUTCOME_INVALID_ARGUMENT and refused["retry"] is False
+    assert "'reprice'" in refused["message"] and "not registered" in refused["message"]
+    assert shop.prices() == before
+    assert shop.planner.commit_plan(plan["plan_id"])["ok"]  # the plan is still good where the action lives

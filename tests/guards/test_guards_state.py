@@ -21,8 +21,10 @@ def state(tmp_path: Path) -> StateStore:
 
 
 def _rows(state: StateStore) -> list[tuple[Any, ...]]:
+    """Every state row and every change-log row: what a refused call must leave untouched."""
     with state.store.read() as conn:
-        return [tuple(r) for r in conn.execute("SELECT key, value, version FROM guard_state ORDER BY key")]
+        rows = [tuple(r) for r in conn.execute("SELECT key, value, version FROM guard_state ORDER BY key")]
+        return rows + [tuple(r) for r in conn.execute("SELECT seq, key, version FROM guard_changes ORDER BY seq")]
 
 
 def test_missing_key_reads_as_the_absent_token(state: StateStore, telemetry_capture: Capture) -> None:
@@ -171,6 +173,9 @@ def test_readback_of_a_superseded_write_uses_the_change_log(state: StateStore) -
         ({"expected_version": 3}, "expected_version must be a string"),
         ({"expected_version": ""}, "expected_version must be a non-empty string"),
         ({"agent_id": ""}, "agent_id must be a non-empty string"),
+        ({"key": "k\ud800"}, "not valid Unicode text"),
+        ({"value": "caf\udce9"}, "not valid Unicode text"),
+        ({"value": 10**5000}, "must be a JSON value"),
     ],
 )
 def test_bad_input_is_a_clear_envelope_and_writes_nothing(
@@ -181,7 +186,7 @@ def test_bad_input_is_a_clear_envelope_and_writes_nothing(
     before = _rows(state)
     call = {"key": "k", "value": "new", "expected_version": base, "agent_id": "a", **kwargs}
     result = state.write_state(**call)
-    assert result["ok"] is False and result["error"] == c.OUTCOME_INVALID_ARGUMENT and result["retry"] is False
+    assert result["ok"] is False and result["error"] == c.OUTCOME_INVALID_ARGUMENT and result["retry"] is True
     assert needle in result["message"]
     assert _rows(state) == before
     assert telemetry_capture.spans("write_state")[-1].attributes[c.TOOL_OUTCOME] == c.OUTCOME_INVALID_ARGUMENT
