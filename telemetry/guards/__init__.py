@@ -9,7 +9,7 @@ from .envelope import refusal, success
 from .idempotency import IdempotencyKeys
 from .inventory import ScopedTools, ToolRegistry
 from .plans import Action, Planner, PlanWriter, Transform
-from .sqlite import SQLiteStore
+from .sqlite import SQLiteStore, StoreBusy
 from .state import ABSENT_VERSION, JSONValue, StateStore
 
 # Coordination guards (issue 4): constraint-carrying delegation, versioned objectives, guarded sends.
@@ -28,6 +28,7 @@ __all__ = [
     "SQLiteStore",
     "ScopedTools",
     "StateStore",
+    "StoreBusy",
     "ToolRegistry",
     "Transform",
     "carried_ids",

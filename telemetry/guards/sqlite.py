@@ -20,9 +20,21 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from ..exceptions import ConfigurationError
+from ..exceptions import ConfigurationError, GuardError
 
 BUSY_TIMEOUT_MS = 30_000
+
+
+class StoreBusy(GuardError):
+    """The database's write lock could not be had within the busy timeout (another writer held
+    it throughout). Nothing was written; the operation can be retried."""
+
+    def __init__(self, path: str, cause: BaseException) -> None:
+        super().__init__(
+            f"the guard store {path} stayed locked by another writer for {BUSY_TIMEOUT_MS / 1000:g} s ({cause}); "
+            f"nothing was written: retry, and look for a long transaction (a large plan commit) holding the lock"
+        )
+        self.path = path
 
 
 class SQLiteStore:
@@ -76,18 +88,45 @@ class SQLiteStore:
             self._local.conn = conn
         yield conn
 
+    def _discard(self, conn: sqlite3.Connection) -> None:
+        """Forget a connection left in an unknown state, so the thread's next call opens a fresh one."""
+        try:
+            conn.close()
+        finally:
+            if getattr(self._local, "conn", None) is conn:
+                self._local.conn = None
+            if self._shared is conn:
+                self._shared = None
+
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
-        """A write transaction (``BEGIN IMMEDIATE``): commits on success, rolls back on error."""
+        """A write transaction (``BEGIN IMMEDIATE``): commits on success, rolls back on error.
+
+        Raises :class:`StoreBusy` when the write lock could not be had within the busy timeout.
+        A failed ``COMMIT`` or ``ROLLBACK`` never leaves this thread's connection inside an open
+        transaction: it is rolled back, or closed and replaced.
+        """
         with self._connection() as conn:
-            conn.execute("BEGIN IMMEDIATE")
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+            except sqlite3.OperationalError as exc:
+                raise StoreBusy(self.path, exc) from exc
             try:
                 yield conn
             except BaseException:
-                conn.execute("ROLLBACK")
+                try:
+                    conn.execute("ROLLBACK")
+                except sqlite3.Error:
+                    self._discard(conn)
                 raise
-            else:
+            try:
                 conn.execute("COMMIT")
+            except sqlite3.Error:
+                try:
+                    conn.execute("ROLLBACK")
+                except sqlite3.Error:
+                    self._discard(conn)
+                raise
 
     @contextmanager
     def read(self) -> Iterator[sqlite3.Connection]:

@@ -203,3 +203,28 @@ def test_memory_store_works_in_one_process() -> None:
     state = StateStore(SQLiteStore(":memory:"))
     written = state.write_state("k", [1, 2], ABSENT_VERSION)
     assert state.read_state("k") == {"ok": True, "key": "k", "value": [1, 2], "version": written["version"], "exists": True}
+
+
+def test_a_locked_store_raises_store_busy_and_the_thread_recovers(tmp_path: Path) -> None:
+    """A write lock held past the busy timeout raises StoreBusy naming the file; nothing is written and the next write works."""
+    import sqlite3
+
+    from telemetry.guards import sqlite as guard_sqlite
+
+    path = tmp_path / "busy.db"
+    state = StateStore(SQLiteStore(path))
+    first = state.write_state("k", 1, ABSENT_VERSION)
+    holder = sqlite3.connect(path, isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")
+    original = guard_sqlite.BUSY_TIMEOUT_MS
+    try:
+        state.store.close()
+        guard_sqlite.BUSY_TIMEOUT_MS = 100  # new connections wait 0.1 s, not 30 s
+        with pytest.raises(guard_sqlite.StoreBusy, match="busy.db"):
+            with state.store.transaction():
+                pass
+    finally:
+        guard_sqlite.BUSY_TIMEOUT_MS = original
+        holder.execute("ROLLBACK")
+        holder.close()
+    assert state.write_state("k", 2, first["version"])["ok"] is True
