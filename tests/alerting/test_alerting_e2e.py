@@ -66,17 +66,20 @@ def stop(proc: subprocess.Popen[Any]) -> None:
 @contextmanager
 def instrumented_app(traces_dir: Path) -> Iterator[tuple[subprocess.Popen[str], str]]:
     """Start the instrumented process; yield it and its host:port once /metrics is up."""
-    proc = subprocess.Popen(
-        [sys.executable, str(APP), "--traces-dir", str(traces_dir), "--seconds", str(DEADLINE + 30)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    # stderr goes to a file, not a pipe nobody reads (a chatty app would block on a full pipe).
+    errors = traces_dir.parent / "instrumented_app.stderr"
+    with errors.open("w") as sink:
+        proc = subprocess.Popen(
+            [sys.executable, str(APP), "--traces-dir", str(traces_dir), "--seconds", str(DEADLINE + 30)],
+            stdout=subprocess.PIPE,
+            stderr=sink,
+            text=True,
+        )
     try:
         ready, _, _ = select.select([proc.stdout], [], [], 30)
         assert ready and proc.stdout is not None, "the instrumented app printed nothing within 30 s"
         line = proc.stdout.readline()
-        assert line, f"the instrumented app exited: {proc.stderr.read() if proc.stderr else ''}"
+        assert line, f"the instrumented app exited: {errors.read_text()}"
         url = urllib.parse.urlsplit(json.loads(line)["metrics_url"])
         yield proc, url.netloc
     finally:
