@@ -63,7 +63,7 @@ def print_report(
             for step in incident.steps:
                 print(_wrap(step, "     - "), file=stream)
             for told in incident.told[:1]:
-                print(_wrap(f'told {told[:300]}', "     > "), file=stream)
+                print(_wrap(f"told {told}", "     > "), file=stream)
             facts = ", ".join(f"{k}={v}" for k, v in incident.facts.items())
             if facts:
                 print(_wrap(f"facts: {facts}", "     "), file=stream)

@@ -24,11 +24,17 @@ from .report import FORMATS, format_rows
 EXIT_OK = 0
 EXIT_FINDINGS = 1
 EXIT_INPUT = 2
+EXIT_INTERNAL = 3
+"""Something failed that is not the input's fault: distinct from 1, so --fail-on-findings in CI
+never mistakes a crash for findings."""
 
 _EPILOG = """\
 PATHS are OTLP JSON-lines files (.jsonl/.json/.ndjson, optionally .gz/.zst), directories
 (searched recursively), globs, or a directory written by `ingest` (Parquet).
 Run `outcome-telemetry forensics --list` for the questions; docs/forensics.md explains each.
+
+exit status: 0 done; 1 findings (with --fail-on-findings); 2 bad input or usage;
+3 an unexpected failure (traceback on stderr).
 """
 
 
@@ -117,6 +123,12 @@ def main(argv: Sequence[str]) -> int:
     except ForensicsInputError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_INPUT
+    except Exception:  # a bug or an environment failure: say so, keep the traceback, exit 3
+        import traceback
+
+        traceback.print_exc()
+        print("error: forensics failed unexpectedly (exit 3); the traceback above says where", file=sys.stderr)
+        return EXIT_INTERNAL
 
 
 if __name__ == "__main__":
