@@ -14,6 +14,7 @@ from typing import Any
 
 from .. import conventions as c
 from ..context import agent
+from ..guards.delegation import AcceptanceCriterion, Constraint, Waiver
 from ..guards.state import ABSENT_VERSION
 from .manifest import Incident
 from .world import CATALOG, REFUND_POLICY, World
@@ -99,10 +100,14 @@ def goal_drift(w: World, mode: str, rng: random.Random, run: str) -> Incident:
     waived = "C4"
     inc = Incident("goal_drift", mode, run, f"a 4-hop delegation where hop {drop_hop} drops constraint {dropped}")
     inc.facts.update(dropped=dropped, drop_hop=drop_hop)
-    constraints = [{"id": cid, "text": text} for cid, text in _CONSTRAINTS]
+    constraints = [Constraint(id=cid, text=text) for cid, text in _CONSTRAINTS]
     with agent(_CHAIN[0], run):
         w.delegations.register_task(root, "Add SSO to the admin console", constraints, _CHAIN[0])
     origin, carried = root, list(constraints)
+
+    def criteria_for(send: list[Constraint]) -> list[AcceptanceCriterion]:
+        return [AcceptanceCriterion(check=f"honours {k['id']}", constraint_id=k["id"]) for k in send]
+
     for hop in range(1, 5):
         who = _CHAIN[hop - 1]
         subtask = f"hop {hop}: {['design SSO', 'split the work', 'build the login flow', 'review the flow'][hop - 1]}"
@@ -113,16 +118,14 @@ def goal_drift(w: World, mode: str, rng: random.Random, run: str) -> Incident:
                 result = w.legacy_delegation.delegate(subtask, context, origin, who)
                 carried = kept
             else:
-                waivers = [{"id": waived, "reason": "review-only subtask: nothing ships from it"}] if hop == 4 else []
+                waivers = [Waiver(id=waived, reason="review-only subtask: nothing ships from it")] if hop == 4 else []
                 send = [k for k in kept if not any(k["id"] == x["id"] for x in waivers)]
-                criteria = [{"check": f"honours {k['id']}", "constraint_id": k["id"]} for k in send]
-                result = w.delegations.delegate(subtask, origin, send, criteria, waivers, who)
+                result = w.delegations.delegate(subtask, origin, send, criteria_for(send), waivers, who)
                 if not result["ok"]:
                     _told(inc, who, result)
                     inc.steps.append(f"hop {hop}: {who} left out {dropped}: {result['error']}")
                     send = [k for k in carried if not any(k["id"] == x["id"] for x in waivers)]
-                    criteria = [{"check": f"honours {k['id']}", "constraint_id": k["id"]} for k in send]
-                    result = w.delegations.delegate(subtask, origin, send, criteria, waivers, who)
+                    result = w.delegations.delegate(subtask, origin, send, criteria_for(send), waivers, who)
                     inc.steps.append(f"hop {hop}: {who} re-delegated carrying {dropped}: ok={result['ok']}")
                 carried = send
         origin = result["task_id"]

@@ -13,12 +13,14 @@ from .sqlite import SQLiteStore, StoreBusy
 from .state import ABSENT_VERSION, JSONValue, StateStore
 
 # Coordination guards (issue 4): constraint-carrying delegation, versioned objectives, guarded sends.
-from .delegation import Delegations, carried_ids, record_handoff
+from .delegation import AcceptanceCriterion, Constraint, Delegations, Waiver, carried_ids, record_handoff
 from .objectives import Objectives, guarded_send
 
 __all__ = [
     "ABSENT_VERSION",
+    "AcceptanceCriterion",
     "Action",
+    "Constraint",
     "Delegations",
     "IdempotencyKeys",
     "JSONValue",
@@ -31,6 +33,7 @@ __all__ = [
     "StoreBusy",
     "ToolRegistry",
     "Transform",
+    "Waiver",
     "carried_ids",
     "guarded_send",
     "record_handoff",

@@ -34,6 +34,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timezone
 from typing import Any
 
+# typing_extensions' TypedDict, not typing's: pydantic (which builds MCP tool schemas from these
+# signatures) needs it before Python 3.12. It is a dependency of opentelemetry-api.
+from typing_extensions import TypedDict
+
 from .. import conventions as c
 from ..call import current_call
 from ..decorator import instrument_tool
@@ -49,6 +53,27 @@ from ._ledger import (
 )
 from .envelope import refusal, success
 from .sqlite import SQLiteStore
+
+
+class Constraint(TypedDict):
+    """One constraint of a task's ledger: carry it with its text exactly as the origin task has it."""
+
+    id: str
+    text: str
+
+
+class Waiver(TypedDict):
+    """A constraint deliberately not carried to the child, and why (the reason is recorded)."""
+
+    id: str
+    reason: str
+
+
+class AcceptanceCriterion(TypedDict):
+    """How the child's work is checked, citing the carried constraint it verifies."""
+
+    check: str
+    constraint_id: str
 
 __all__ = ["Delegations", "carried_ids", "normalize_text", "record_handoff"]
 
@@ -206,7 +231,7 @@ class Delegations:
         self,
         task_id: str,
         objective: str,
-        constraints: Sequence[Mapping[str, Any]] = (),
+        constraints: Sequence[Constraint] = (),
         agent_id: str | None = None,
     ) -> dict[str, Any]:
         """Record an origin task (hop 0, its own root) and its constraint ledger.
@@ -260,9 +285,9 @@ class Delegations:
         self,
         subtask: str,
         origin_task_id: str,
-        constraints: Sequence[Mapping[str, Any]],
-        acceptance_criteria: Sequence[Mapping[str, Any]],
-        waived_constraints: Sequence[Mapping[str, Any]],
+        constraints: Sequence[Constraint],
+        acceptance_criteria: Sequence[AcceptanceCriterion],
+        waived_constraints: Sequence[Waiver],
         agent_id: str,
         task_id: str | None = None,
     ) -> dict[str, Any]:

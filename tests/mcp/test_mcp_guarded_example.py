@@ -53,6 +53,17 @@ async def test_every_tool_tells_the_model_about_tokens_and_refusals(server: Any)
     assert tools["write_state"].annotations.destructive_hint is True
 
 
+async def test_delegate_schema_spells_out_each_item_shape(server: Any) -> None:
+    """tools/list: delegate's list parameters are typed objects with required keys, not free-form dicts."""
+    async with Client(server[0], mode="legacy") as client:
+        schema = next(t for t in (await client.list_tools()).tools if t.name == "delegate").input_schema
+    shapes = {name: (set(d["properties"]), set(d["required"])) for name, d in schema["$defs"].items()}
+    assert shapes["Constraint"] == ({"id", "text"}, {"id", "text"})
+    assert shapes["Waiver"] == ({"id", "reason"}, {"id", "reason"})
+    assert shapes["AcceptanceCriterion"] == ({"check", "constraint_id"}, {"check", "constraint_id"})
+    assert schema["properties"]["waived_constraints"]["items"] == {"$ref": "#/$defs/Waiver"}
+
+
 async def test_stale_write_is_refused_with_what_to_redo_against(server: Any, telemetry_capture: Any) -> None:
     """Two agents write from the same read: the second is refused with the current value and version, in one trace."""
     tracer = telemetry_capture.runtime.tracer
