@@ -1,0 +1,48 @@
+"""The top-level `outcome-telemetry` command: help, version, paths, quickstart, bad commands."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import telemetry
+from telemetry.cli import main
+
+
+def test_help_lists_every_command(capsys: pytest.CaptureFixture[str]) -> None:
+    """Bare `outcome-telemetry` prints help naming each command."""
+    assert main([]) == 0
+    out = capsys.readouterr().out
+    for command in ("forensics", "demo", "quickstart", "paths"):
+        assert command in out
+
+
+def test_version_and_paths(capsys: pytest.CaptureFixture[str]) -> None:
+    """--version prints the package version; paths names existing folders of shipped files."""
+    assert main(["--version"]) == 0
+    assert capsys.readouterr().out.strip() == telemetry.__version__
+    assert main(["paths"]) == 0
+    lines = dict(line.split(": ", 1) for line in capsys.readouterr().out.splitlines())
+    assert set(lines) == {"queries", "dashboards", "alerts"}
+    assert (Path(lines["queries"]) / "spans.sql").is_file()
+    assert (Path(lines["alerts"]) / "outcome-telemetry.rules.yml").is_file()
+
+
+def test_unknown_command_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    """An unknown command exits 2 naming it and the valid ones."""
+    with pytest.raises(SystemExit) as info:
+        main(["frobnicate"])
+    assert info.value.code == 2
+    err = capsys.readouterr().err
+    assert "frobnicate" in err and "forensics" in err
+
+
+def test_quickstart_shows_the_three_successes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """quickstart writes a trace file and prints one ok call and two 200s with bad outcomes."""
+    assert main(["quickstart", "--out", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert 'outcome="ok",readback="match",tool="save_note"' in out
+    assert 'outcome="readback_mismatch",readback="mismatch",tool="save_note_lossy"' in out
+    assert 'outcome="postcondition_failed"' in out and 'tool="reprice"' in out
+    assert list((tmp_path / "traces").glob("quickstart-*.jsonl"))
