@@ -271,6 +271,7 @@ class _Guard:
             _safe.report(f"storing the idempotent result of {self.scope}", exc)
             return
         if cursor.rowcount != 1:
+            current_call().set_attribute(c.IDEMPOTENCY_LEASE_LOST, True)
             logger.warning(
                 "idempotency claim %s of %s was taken over after its lease expired; its result was not stored "
                 "(raise lease_seconds above the slowest call)",

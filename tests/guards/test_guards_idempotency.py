@@ -230,3 +230,24 @@ def test_signature_is_kept_for_schema_frameworks(keys: IdempotencyKeys) -> None:
     refunds = Refunds(keys)
     assert list(inspect.signature(refunds.issue_refund).parameters) == ["order_id", "amount_cents", "idempotency_key"]
     assert "never refunds twice" in (refunds.issue_refund.__doc__ or "")
+
+
+def test_a_call_that_outlives_its_lease_is_marked_on_its_span(keys: IdempotencyKeys, telemetry_capture: Capture) -> None:
+    """When a slow call's lease runs out and a retry takes the key over, the slow call's span says so."""
+    runs: list[str] = []
+
+    @instrument_tool(name="slow_charge")
+    @keys.idempotent(scope="slow")
+    def slow_charge(amount: int, idempotency_key: str) -> dict[str, Any]:
+        runs.append("run")
+        if len(runs) == 1:  # the first call is still running when its lease expires...
+            with keys.store.transaction() as conn:
+                conn.execute("UPDATE guard_idempotency SET lease_until = ? WHERE scope = 'slow'", (time.time() - 1,))
+            slow_charge(amount, idempotency_key=idempotency_key)  # ...and a retry takes the key over
+        return {"ok": True}
+
+    assert slow_charge(5, idempotency_key="k") == {"ok": True}
+    assert runs == ["run", "run"]  # the write ran twice: what the lease is there to bound
+    retry, first = telemetry_capture.spans("slow_charge")  # the retry ends first (it is nested)
+    assert first.attributes.get(c.IDEMPOTENCY_LEASE_LOST) is True
+    assert c.IDEMPOTENCY_LEASE_LOST not in retry.attributes
