@@ -49,7 +49,7 @@ def _encodable(name: str, value: str) -> None:
 def text(name: str, value: Any, *, max_length: int = MAX_KEY_LENGTH) -> str:
     """``value`` as a non-empty string of at most ``max_length`` characters."""
     if not isinstance(value, str):
-        raise invalid(f"{name} must be a string, got {type(value).__name__} {_show(value)}; pass a non-empty string")
+        raise invalid(f"{name} must be a string, got {type(value).__name__} {show(value)}; pass a non-empty string")
     if not value.strip():
         raise invalid(f"{name} must be a non-empty string, got {value!r}")
     if len(value) > max_length:
@@ -70,7 +70,7 @@ def canonical_json(name: str, value: Any, *, max_bytes: int) -> str:
     except (TypeError, ValueError, OverflowError, RecursionError) as exc:
         raise invalid(
             f"{name} must be a JSON value (string, number, boolean, null, list or object with string keys); "
-            f"{_show(value)} is not: {_show(exc)}"
+            f"{show(value)} is not: {show(exc)}"
         ) from None
     _encodable(name, encoded)
     size = len(encoded.encode("utf-8"))
@@ -86,7 +86,7 @@ def number(name: str, value: Any, *, low: float, high: float) -> float:
     except OverflowError:  # an int too large for a float
         finite = False
     if not finite:
-        raise invalid(f"{name} must be a finite number from {low:g} to {high:g}, got {_show(value)}; send a number, not a string")
+        raise invalid(f"{name} must be a finite number from {low:g} to {high:g}, got {show(value)}; send a number, not a string")
     if not low <= value <= high:
         raise invalid(f"{name}={value!r} is out of range: pass a value from {low:g} to {high:g}")
     return float(value)
@@ -101,7 +101,7 @@ def digest(*parts: str) -> str:
     return h.hexdigest()
 
 
-def _show(value: Any) -> str:
+def show(value: Any) -> str:
     """A short, safe rendering of a bad value for a message (never raises)."""
     try:
         shown = repr(value)

@@ -15,7 +15,11 @@ from typing import Any
 
 from .. import conventions as c
 
+from ._checks import show
+
 MAX_ID_LENGTH = 128
+MAX_TEXT_LENGTH = 4_096
+"""Longest constraint text, waiver reason or acceptance check, in characters."""
 
 
 def normalize_text(text: str) -> str:
@@ -104,13 +108,20 @@ def _items(value: Any, name: str, problems: list[str]) -> list[Mapping[str, Any]
     return good
 
 
-def _text(item: Mapping[str, Any], key: str, where: str, problems: list[str], limit: int | None = None) -> str | None:
+def _text(
+    item: Mapping[str, Any], key: str, where: str, problems: list[str], limit: int = MAX_TEXT_LENGTH
+) -> str | None:
     value = item.get(key)
     if not isinstance(value, str) or not value.strip():
-        problems.append(f"{where} needs a non-empty string {key!r}, got {value!r}")
+        problems.append(f"{where} needs a non-empty string {key!r}, got {show(value)}")
         return None
-    if limit is not None and len(value) > limit:
+    if len(value) > limit:
         problems.append(f"{where}: {key} {value[:40]!r}... is longer than {limit} characters")
+        return None
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        problems.append(f"{where}: {key} contains characters that are not valid Unicode text (a lone surrogate)")
         return None
     return value
 

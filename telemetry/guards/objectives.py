@@ -39,6 +39,7 @@ from ..context import current_agent
 from ..decorator import SPEC_ATTRIBUTE, instrument_tool
 from ..exceptions import ConfigurationError
 from ..spec import OutcomeFn, ReadbackFn
+from . import _checks
 from .envelope import refusal, success
 from .sqlite import SQLiteStore
 
@@ -85,9 +86,22 @@ CREATE INDEX IF NOT EXISTS objective_sends_version ON objective_sends(task_id, v
 _CURRENT = "SELECT seq, version, text, published_at FROM objective_versions WHERE task_id = ? ORDER BY seq DESC LIMIT 1"
 
 
+MAX_ID_LENGTH = 512
+"""Longest task id or agent id, in characters."""
+MAX_TEXT_LENGTH = 16_384
+"""Longest objective, policy text or supersession reason, in characters."""
+
+
 def _text_problem(name: str, value: Any) -> str | None:
     if not isinstance(value, str) or not value.strip():
-        return f"{name} must be a non-empty string, got {value!r}"
+        return f"{name} must be a non-empty string, got {_checks.show(value)}"
+    limit = MAX_ID_LENGTH if name.endswith("_id") else MAX_TEXT_LENGTH
+    if len(value) > limit:
+        return f"{name} is {len(value)} characters long; the limit is {limit}: send a shorter {name}"
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return f"{name} contains characters that are not valid Unicode text (a lone surrogate)"
     return None
 
 

@@ -219,3 +219,17 @@ def test_a_send_missing_policy_version_raises_like_the_plain_function(objectives
     send = make_sender(objectives, [])
     with pytest.raises(TypeError, match="policy_version"):
         send("T-1", "hi")
+
+
+@pytest.mark.parametrize(
+    ("text", "needle"),
+    [("x" * 20_000, "the limit is 16384"), ("policy \ud800", "not valid Unicode text"), (10**5000, "a int")],
+    ids=["too-long", "lone-surrogate", "huge-int"],
+)
+def test_oversized_or_unencodable_text_is_invalid_and_nothing_is_published(
+    objectives: Objectives, text: Any, needle: str
+) -> None:
+    """An objective too long, with a lone surrogate or not a string is invalid_argument; nothing is stored."""
+    refused = objectives.publish_objective("policy", text)
+    assert refused["error"] == c.OUTCOME_INVALID_ARGUMENT and needle in refused["message"]
+    assert objectives.get_objective("policy", "agent")["error"] == c.OUTCOME_NOT_FOUND
