@@ -189,6 +189,7 @@ class StateStore:
             key = _checks.text("key", key)
             agent_id = _checks.optional_text("agent_id", agent_id)
         except BadInput as bad:
+            _record_what_is_valid(call, {c.STATE_KEY: key, c.GEN_AI_AGENT_ID: agent_id})
             return bad.envelope
         with self.store.read() as conn:
             row = current_row(conn, key)
@@ -214,6 +215,9 @@ class StateStore:
             agent_id = _checks.optional_text("agent_id", agent_id)
             value_json = _checks.canonical_json("value", value, max_bytes=self.max_value_bytes)
         except BadInput as bad:
+            _record_what_is_valid(
+                call, {c.STATE_KEY: key, c.STATE_VERSION_EXPECTED: expected_version, c.GEN_AI_AGENT_ID: agent_id}
+            )
             return bad.envelope
         attributes = {c.STATE_KEY: key, c.STATE_VERSION_EXPECTED: expected_version, c.GEN_AI_AGENT_ID: agent_id}
         try:
@@ -252,6 +256,7 @@ class StateStore:
             key = _checks.text("key", key)
             value_json = _checks.canonical_json("value", value, max_bytes=self.max_value_bytes)
         except BadInput as bad:
+            _record_what_is_valid(call, {c.STATE_KEY: key, c.TOOL_FORCED_BY: operator})
             return bad.envelope
         with self.store.transaction() as conn:
             row = current_row(conn, key)
@@ -269,6 +274,18 @@ class StateStore:
             }
         )
         return success(key=key, version=written, previous_version=current_version, forced_by=operator)
+
+
+def _record_what_is_valid(call: Call, candidates: dict[str, Any]) -> None:
+    """On a bad-input refusal, still put on the span the identifying arguments that were valid
+    (the key, the agent), so forensics can tell whose call and which key was refused."""
+    valid = {}
+    for name, value in candidates.items():
+        try:
+            valid[name] = _checks.text(name, value)
+        except BadInput:
+            continue
+    call.set_attributes(valid)
 
 
 def _stale(key: str, expected_version: str, row: tuple[str, str] | None) -> dict[str, Any]:

@@ -189,7 +189,11 @@ def test_bad_input_is_a_clear_envelope_and_writes_nothing(
     assert result["ok"] is False and result["error"] == c.OUTCOME_INVALID_ARGUMENT and result["retry"] is True
     assert needle in result["message"]
     assert _rows(state) == before
-    assert telemetry_capture.spans("write_state")[-1].attributes[c.TOOL_OUTCOME] == c.OUTCOME_INVALID_ARGUMENT
+    attrs = telemetry_capture.spans("write_state")[-1].attributes
+    assert attrs[c.TOOL_OUTCOME] == c.OUTCOME_INVALID_ARGUMENT
+    # What was valid still identifies the refused call on its span; what was not is left off.
+    assert attrs.get(c.STATE_KEY) == (call["key"] if call["key"] == "k" else None)
+    assert attrs.get(c.GEN_AI_AGENT_ID) == (call["agent_id"] or None)
 
 
 def test_bad_read_input_is_an_envelope(state: StateStore) -> None:
