@@ -52,9 +52,12 @@ class CrewResult:
         return sum(v for (n, ls), v in self.samples.items() if n == name and labels.items() <= dict(ls).items())
 
 
-def _background(world: World, mode: str, run: str, agents: int, steps: int) -> None:
+def _background(world: World, mode: str, run: str, agents: int, steps: int, say: Progress) -> None:
     """Healthy traffic: each agent updates its own key, reading before every write."""
+    report_every = max(1, steps // 10)
     for step in range(steps):
+        if step and step % report_every == 0:
+            say(f"{mode:8} background: step {step:,} of {steps:,}")
         for i in range(agents):
             name, key = f"worker-{i:03d}", f"notes/worker-{i:03d}"
             with agent(name, run):
@@ -117,7 +120,7 @@ def run_crew(
             if agents and steps:
                 run = f"{mode}-background-s{seed}"
                 say(f"{mode:8} background: {agents} agents x {steps} steps")
-                _background(world, mode, run, agents, steps)
+                _background(world, mode, run, agents, steps, say)
                 manifest.background_runs.append(run)
             world.store.close()
         samples = {
