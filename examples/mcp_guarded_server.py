@@ -85,8 +85,12 @@ DESCRIPTIONS = {
     ),
     "supersede_objective": (
         "Replace a task's objective with a corrected one; returns the new `version` and `holders`,"
-        " the agents still holding an older version, who must be told. error=not_found: the task has no"
-        " objective yet; publish_objective it instead." + ENVELOPE
+        " the agents still holding an older version, who must be told. expected_version must be the"
+        " `version` you are correcting (from publish_objective or get_objective)."
+        " error=rejected_stale_version: someone superseded it since you read it and nothing changed;"
+        " read current_text, decide whether your correction still applies, and retry with"
+        " expected_version=current_version. error=not_found: the task has no objective yet;"
+        " publish_objective it instead." + ENVELOPE
     ),
     "send_customer_message": (
         "Send a message to a customer about a ticket. policy_version must be the `version`"

@@ -148,12 +148,13 @@ def context_drift(w: World, mode: str, rng: random.Random, run: str) -> Incident
     responder = "responder"
     inc = Incident("context_drift", mode, run, "the refund policy is superseded while the responder holds the old one")
     with agent("operator", run):
-        w.objectives.publish_objective(REFUND_POLICY, "Refund up to $40 as account credit without approval.")
+        published = w.objectives.publish_objective(REFUND_POLICY, "Refund up to $40 as account credit without approval.")
     with agent(responder, run):
         held = w.objectives.get_objective(REFUND_POLICY, responder)
     with agent("operator", run):
         sup = w.objectives.supersede_objective(
-            REFUND_POLICY, "Credits over $10 need a supervisor's approval.", "chargeback spike on credits"
+            REFUND_POLICY, "Credits over $10 need a supervisor's approval.", "chargeback spike on credits",
+            published["version"],
         )
     inc.facts["fan_out"] = [h.get("agent_id") for h in sup.get("holders", [])]
     body = f"We have issued a $32 credit for ticket {ticket}."

@@ -181,7 +181,7 @@ class Objectives:
                 return refusal(
                     c.OUTCOME_INVALID_ARGUMENT,
                     f"task {task_id!r} already has an objective (version {row['version']!r}); "
-                    f"change it with supersede_objective(task_id, text, reason)",
+                    f"change it with supersede_objective(task_id, text, reason, expected_version)",
                     retry=False,
                     task_id=task_id,
                     current_version=row["version"],
@@ -235,12 +235,24 @@ class Objectives:
         return success(**fields)
 
     @instrument_tool(name=c.TOOL_SUPERSEDE_OBJECTIVE, kind=c.KIND_WRITE, readback=_version_readback)
-    def supersede_objective(self, task_id: str, text: str, reason: str) -> dict[str, Any]:
+    def supersede_objective(self, task_id: str, text: str, reason: str, expected_version: str) -> dict[str, Any]:
         """Replace a task's objective; returns the new ``version`` and ``holders``: every agent
-        holding an older version (``[{"agent_id", "version"}]``), the correction fan-out list."""
+        holding an older version (``[{"agent_id", "version"}]``), the correction fan-out list.
+
+        ``expected_version`` is the version you are correcting (from ``publish_objective`` or
+        ``get_objective``). If someone superseded it since, nothing changes and the refusal
+        (``rejected_stale_version``) carries ``current_version`` and ``current_text``: read them,
+        decide whether your correction still applies, and retry with that version. Two
+        corrections can never silently overwrite each other.
+        """
         bad = _invalid(
             c.TOOL_SUPERSEDE_OBJECTIVE,
-            [_text_problem("task_id", task_id), _text_problem("text", text), _text_problem("reason", reason)],
+            [
+                _text_problem("task_id", task_id),
+                _text_problem("text", text),
+                _text_problem("reason", reason),
+                _text_problem("expected_version", expected_version),
+            ],
         )
         if bad is not None:
             return bad
@@ -250,6 +262,18 @@ class Objectives:
             row = conn.execute(_CURRENT, (task_id,)).fetchone()
             if row is None:
                 return self._not_found(task_id)
+            if row["version"] != expected_version:
+                call.set_attribute(c.OBJECTIVE_CURRENT_VERSION, row["version"])
+                return refusal(
+                    c.OUTCOME_REJECTED_STALE_VERSION,
+                    f"objective {task_id!r} is at version {row['version']!r}, not {expected_version!r}: it was "
+                    f"superseded since you read it, and nothing changed. Read current_text, decide whether your "
+                    f"correction still applies, and retry with expected_version={row['version']!r}.",
+                    retry=True,
+                    task_id=task_id,
+                    current_version=row["version"],
+                    current_text=row["text"],
+                )
             version, now, seq = self._token(), self._now(), int(row["seq"]) + 1
             conn.execute(
                 "UPDATE objective_versions SET superseded_at = ? WHERE task_id = ? AND seq = ?",

@@ -34,7 +34,8 @@ def supersede_many(db: str, count: int, log_path: str, done: Any, start: Any, se
     try:
         for i in range(count):
             time.sleep(rng.uniform(0.002, 0.01))
-            result = objectives.supersede_objective(POLICY, f"Credit up to ${30 - i}", f"review {i}")
+            current = objectives.get_objective(POLICY, "superseder")["version"]
+            result = objectives.supersede_objective(POLICY, f"Credit up to ${30 - i}", f"review {i}", current)
             returned = time.monotonic_ns()
             with objectives.store.read() as conn:
                 accepted = conn.execute(

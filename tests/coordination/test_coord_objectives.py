@@ -82,7 +82,7 @@ def test_supersession_fans_out_to_exactly_the_three_holders_and_refuses_their_st
     objectives.get_objective("other-task", "bystander")
     for name in ("billing", "responder", "triage"):
         assert objectives.get_objective(POLICY, name)["version"] == v1
-    sup = objectives.supersede_objective(POLICY, "Credit up to $10, manager approval above", "finance review")
+    sup = objectives.supersede_objective(POLICY, "Credit up to $10, manager approval above", "finance review", v1)
     v2 = sup["version"]
     assert v2 != v1 and sup["previous_version"] == v1
     assert sup["holders"] == [{"agent_id": a, "version": v1} for a in ("billing", "responder", "triage")]
@@ -119,7 +119,7 @@ def test_supersession_fans_out_to_exactly_the_three_holders_and_refuses_their_st
         ("responder", v1, False),
         ("responder", v2, True),
     ]
-    later = objectives.supersede_objective(POLICY, "Credit up to $5", "second review")
+    later = objectives.supersede_objective(POLICY, "Credit up to $5", "second review", v2)
     assert [h["agent_id"] for h in later["holders"]] == ["billing", "responder", "triage"]
     assert {h["agent_id"]: h["version"] for h in later["holders"]}["responder"] == v2
 
@@ -145,10 +145,10 @@ def test_an_unknown_version_is_invalid_not_a_stale_send(objectives: Objectives, 
 
 def test_supersede_needs_a_reason_and_a_published_task(objectives: Objectives) -> None:
     """supersede_objective refuses an empty reason and an unknown task, naming them."""
-    objectives.publish_objective(POLICY, "Credit up to $20")
-    no_reason = objectives.supersede_objective(POLICY, "Credit up to $10", " ")
+    v1 = objectives.publish_objective(POLICY, "Credit up to $20")["version"]
+    no_reason = objectives.supersede_objective(POLICY, "Credit up to $10", " ", v1)
     assert no_reason["error"] == c.OUTCOME_INVALID_ARGUMENT and "reason" in no_reason["message"]
-    unknown = objectives.supersede_objective("nope", "text", "why")
+    unknown = objectives.supersede_objective("nope", "text", "why", v1)
     assert unknown["error"] == c.OUTCOME_NOT_FOUND and "'nope'" in unknown["message"]
     assert objectives.get_objective("nope", "a")["error"] == c.OUTCOME_NOT_FOUND
 
@@ -181,7 +181,7 @@ async def test_guarded_async_send_is_checked_too(objectives: Objectives, telemet
         return {"ok": True}
 
     v1 = objectives.publish_objective(POLICY, "Credit up to $20")["version"]
-    v2 = objectives.supersede_objective(POLICY, "Credit up to $10", "finance")["version"]
+    v2 = objectives.supersede_objective(POLICY, "Credit up to $10", "finance", v1)["version"]
     assert (await send_async("T-1", v1))["error"] == c.OUTCOME_STALE_POLICY
     assert (await send_async("T-2", v2))["ok"] and calls == ["T-2"]
     assert telemetry_capture.sample(c.METRIC_STALE_SENDS_TOTAL, {c.LABEL_TOOL: "send_async"}) == 1.0
@@ -233,3 +233,19 @@ def test_oversized_or_unencodable_text_is_invalid_and_nothing_is_published(
     refused = objectives.publish_objective("policy", text)
     assert refused["error"] == c.OUTCOME_INVALID_ARGUMENT and needle in refused["message"]
     assert objectives.get_objective("policy", "agent")["error"] == c.OUTCOME_NOT_FOUND
+
+
+def test_two_corrections_from_one_version_cannot_both_win(objectives: Objectives, telemetry_capture: Capture) -> None:
+    """Superseding from a version someone already superseded is refused with the current text; nothing changes."""
+    v1 = objectives.publish_objective(POLICY, "Credit up to $20")["version"]
+    first = objectives.supersede_objective(POLICY, "Credit up to $10", "finance review", v1)
+    second = objectives.supersede_objective(POLICY, "Credit up to $15", "support review", v1)
+    assert first["ok"] and second["error"] == c.OUTCOME_REJECTED_STALE_VERSION and second["retry"] is True
+    assert second["current_version"] == first["version"] and second["current_text"] == "Credit up to $10"
+    assert first["version"] in second["message"]
+    assert objectives.get_objective(POLICY, "reader")["objective"] == "Credit up to $10"
+    refused = telemetry_capture.spans(c.TOOL_SUPERSEDE_OBJECTIVE)[-1].attributes
+    assert refused[c.OBJECTIVE_CURRENT_VERSION] == first["version"] and c.OBJECTIVE_VERSION not in refused
+    assert telemetry_capture.sample(
+        c.METRIC_REJECTED_WRITES_TOTAL, {c.LABEL_TOOL: c.TOOL_SUPERSEDE_OBJECTIVE, c.LABEL_REASON: c.OUTCOME_REJECTED_STALE_VERSION}
+    ) == 1.0

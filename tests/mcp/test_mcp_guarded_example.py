@@ -123,7 +123,8 @@ async def test_send_against_a_superseded_policy_is_refused_with_the_current_one(
         old = published.structured_content["version"]
         await client.call_tool("get_objective", {"task_id": "refund-policy", "agent_id": "support"})
         await client.call_tool(
-            "supersede_objective", {"task_id": "refund-policy", "text": "refund 14 days", "reason": "legal"}
+            "supersede_objective",
+            {"task_id": "refund-policy", "text": "refund 14 days", "reason": "legal", "expected_version": old},
         )
         message = {"ticket_id": "T-1", "body": "30 days", "agent_id": "support"}
         stale = (await client.call_tool("send_customer_message", {**message, "policy_version": old})).structured_content
@@ -145,7 +146,7 @@ async def test_every_refusal_a_client_can_provoke_is_explained_in_the_tool_descr
     calls: list[tuple[str, dict[str, Any]]] = [
         ("get_task", {"task_id": "nope"}),
         ("get_objective", {"task_id": "refund-policy", "agent_id": "support"}),
-        ("supersede_objective", {"task_id": "refund-policy", "text": "t", "reason": "r"}),
+        ("supersede_objective", {"task_id": "refund-policy", "text": "t", "reason": "r", "expected_version": "v?"}),
         ("send_customer_message", send),
         ("write_state", {"key": "k", "value": 1, "expected_version": "absent"}),
         ("write_state", {"key": "k", "value": 2, "expected_version": "absent"}),
@@ -157,6 +158,7 @@ async def test_every_refusal_a_client_can_provoke_is_explained_in_the_tool_descr
                       "constraints": [], "agent_id": "lead"}),
         ("publish_objective", {"task_id": "refund-policy", "text": "refund 30 days"}),
         ("publish_objective", {"task_id": "refund-policy", "text": "refund 14 days"}),
+        ("supersede_objective", {"task_id": "refund-policy", "text": "t", "reason": "r", "expected_version": "v?"}),
         ("send_customer_message", send),
     ]
     async with Client(server[0], mode="legacy") as client:
@@ -165,7 +167,8 @@ async def test_every_refusal_a_client_can_provoke_is_explained_in_the_tool_descr
             result = (await client.call_tool(tool, args)).structured_content
             if result is not None and result.get("ok") is False:
                 refused.add((tool, result["error"]))
-    assert {("get_objective", c.OUTCOME_NOT_FOUND), ("publish_objective", c.OUTCOME_INVALID_ARGUMENT)} <= refused
+    assert {("get_objective", c.OUTCOME_NOT_FOUND), ("publish_objective", c.OUTCOME_INVALID_ARGUMENT),
+            ("supersede_objective", c.OUTCOME_REJECTED_STALE_VERSION)} <= refused
     unexplained = sorted((tool, code) for tool, code in refused if f"error={code}" not in descriptions[tool])
     assert not unexplained, f"refusals the description does not explain: {unexplained}"
 
