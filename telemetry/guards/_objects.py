@@ -65,15 +65,25 @@ def check_predicate(predicate: Any) -> str:
     return _checks.canonical_json("target_predicate", predicate, max_bytes=64 * 1024)
 
 
+def _equal(found: Any, wanted: Any) -> bool:
+    """JSON equality: a boolean never equals a number (Python's ``True == 1`` would let
+    ``{"active": 1}`` match ``true``), and numbers compare by value (``1`` equals ``1.0``)."""
+    if isinstance(found, bool) or isinstance(wanted, bool):
+        return isinstance(found, bool) and isinstance(wanted, bool) and found is wanted
+    return bool(found == wanted)
+
+
 def match_objects(conn: sqlite3.Connection, object_set: str, predicate: dict[str, Any]) -> list[tuple[str, str]]:
-    """``(key, version)`` of every object of the set whose fields equal the predicate, by key."""
+    """``(key, version)`` of every object of the set whose fields equal the predicate, by key.
+
+    The set is every key ``{object_set}/...``, nested ones (``{object_set}/a/b``) included."""
     low, high = object_set + "/", object_set + "0"  # "0" sorts right after "/"
     found = []
     for key, value_json, version in conn.execute(
         "SELECT key, value, version FROM guard_state WHERE key >= ? AND key < ? ORDER BY key", (low, high)
     ):
         value = json.loads(value_json)
-        if isinstance(value, dict) and all(field in value and value[field] == want for field, want in predicate.items()):
+        if isinstance(value, dict) and all(field in value and _equal(value[field], want) for field, want in predicate.items()):
             found.append((key, version))
     return found
 

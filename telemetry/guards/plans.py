@@ -109,6 +109,11 @@ class Planner:
         for name, provider in self.bindings.items():
             if not isinstance(name, str) or not name or name == OBJECT_SET_HASH or not callable(provider):
                 raise GuardError(f"binding {name!r}: use a non-empty name other than {OBJECT_SET_HASH!r} and a callable")
+        for label, number, low in (("max_objects", max_objects, 1), ("sample_size", sample_size, 0)):
+            if isinstance(number, bool) or not isinstance(number, int) or number < low:
+                raise GuardError(f"{label} must be a whole number of at least {low}, got {number!r}")
+        if isinstance(max_ttl_seconds, bool) or not isinstance(max_ttl_seconds, (int, float)) or not max_ttl_seconds > 0.1:
+            raise GuardError(f"max_ttl_seconds must be a number of seconds above 0.1, got {max_ttl_seconds!r}")
         self.max_objects = max_objects
         self.sample_size = sample_size
         self.max_ttl_seconds = max_ttl_seconds

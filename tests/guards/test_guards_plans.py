@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from telemetry import GuardError
 from telemetry import conventions as c
 from telemetry.guards import ABSENT_VERSION, Planner, PlanWriter, SQLiteStore, StateStore
 from telemetry.testing import Capture
@@ -289,3 +290,20 @@ def test_commit_where_the_action_is_not_registered_is_refused(shop: Shop) -> Non
     assert "'reprice'" in refused["message"] and "not registered" in refused["message"]
     assert shop.prices() == before
     assert shop.planner.commit_plan(plan["plan_id"])["ok"]  # the plan is still good where the action lives
+
+
+def test_predicate_booleans_never_match_numbers(shop: Shop) -> None:
+    """{"price": True} matches no product priced 1, and a number matches by value (100 == 100.0)."""
+    with shop.state.store.transaction() as conn:
+        from telemetry.guards.state import put
+
+        put(conn, "products/flag-1", '{"collection":"flags","price":1}', ABSENT_VERSION, actor="test")
+    assert shop.plan(target_predicate={"collection": "flags", "price": True})["objects_matched"] == 0
+    assert shop.plan(target_predicate={"collection": "flags", "price": 1.0})["objects_matched"] == 1
+
+
+@pytest.mark.parametrize("bad", [{"max_objects": 0}, {"sample_size": -1}, {"max_ttl_seconds": 0}, {"max_objects": True}])
+def test_planner_settings_are_checked_at_construction(shop: Shop, bad: dict[str, Any]) -> None:
+    """A Planner with a nonsensical limit fails when built, naming the setting, not on the first plan."""
+    with pytest.raises(GuardError, match=next(iter(bad))):
+        Planner(shop.state, **bad)
