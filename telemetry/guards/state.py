@@ -246,11 +246,13 @@ class StateStore:
         :class:`telemetry.GuardError` when empty); the call's outcome is ``forced`` and the span
         carries ``tool.forced_by``, so every bypass is counted and attributable.
         """
-        if not isinstance(operator, str) or not operator.strip():
+        try:
+            operator = _checks.text("operator", operator, max_length=256)
+        except BadInput as bad:
             raise GuardError(
-                f"force_write_state needs the operator's identity (a non-empty string), got {operator!r}; "
-                f"models must use write_state with the version they read"
-            )
+                f"force_write_state needs the operator's identity (a non-empty string of at most 256 "
+                f"characters): {bad.envelope['message']}; models must use write_state with the version they read"
+            ) from None
         call = current_call()
         try:
             key = _checks.text("key", key)

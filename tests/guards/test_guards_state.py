@@ -116,7 +116,7 @@ def test_write_has_no_force_or_default_version(state: StateStore) -> None:
 def test_forced_write_needs_an_operator_and_leaves_evidence(state: StateStore, telemetry_capture: Capture) -> None:
     """force_write_state refuses without an operator; with one it writes, outcome forced, forced_by set."""
     base = state.write_state("k", 1, ABSENT_VERSION)["version"]
-    for nobody in ("", "   ", None):
+    for nobody in ("", "   ", None, "x" * 300):
         with pytest.raises(GuardError, match="operator"):
             state.force_write_state("k", 2, nobody)  # type: ignore[arg-type]
     assert state.read_state("k")["value"] == 1
