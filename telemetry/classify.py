@@ -6,7 +6,8 @@ override the result afterwards.
 
 The rules, in order:
 
-- an HTTP status (an attribute ``status_code`` or a mapping key ``status_code``) outside 2xx
+- an HTTP status (an attribute ``status_code`` or a mapping key ``status_code``, an int in
+  100-599; other values are not HTTP statuses and are ignored) outside 2xx
   makes transport ``error`` with outcome ``rate_limited`` (429), ``not_found`` (404),
   ``rejected_stale_version`` (409, 412), ``invalid_argument`` (400, 422) or ``error``;
 - an envelope ``{"ok": false, "error": CODE}`` gives outcome CODE (``error`` when CODE is absent);
@@ -44,11 +45,11 @@ OK = ResultClass(c.TRANSPORT_OK, c.OUTCOME_OK, None)
 
 def _status_of(result: Any) -> int | None:
     status = result.get("status_code") if isinstance(result, Mapping) else getattr(result, "status_code", None)
-    if isinstance(status, bool):
+    if isinstance(status, bool) or not isinstance(status, int):
         return None
-    if isinstance(status, int):
-        return status
-    return None
+    # Only a value an HTTP response can carry counts (an IntEnum such as HTTPStatus becomes a
+    # plain int); anything else (0, negative, beyond int64) is some other "status code".
+    return int(status) if 100 <= status <= 599 else None
 
 
 def _envelope_outcome(result: Mapping[str, Any]) -> str | None:

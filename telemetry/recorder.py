@@ -30,6 +30,7 @@ if TYPE_CHECKING:
 
 _perf = time.perf_counter
 _ERROR = StatusCode.ERROR
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 
 
 def _cap(text: str) -> str:
@@ -54,8 +55,16 @@ def recordable(name: str, value: Any) -> Any:
     """An argument value as it may appear on a span: redacted, JSON-ish, length-capped."""
     if _is_secret(name):
         return c.REDACTED
-    if isinstance(value, (bool, int, float)):
+    if isinstance(value, bool) or isinstance(value, float):
         return value
+    if isinstance(value, int):
+        # OTLP carries int64; a bigger int would make the OTLP exporter drop the attribute.
+        if _INT64_MIN <= value <= _INT64_MAX:
+            return int(value)
+        try:
+            return _cap(str(value))
+        except ValueError:  # beyond sys.get_int_max_str_digits()
+            return f"<int of {value.bit_length()} bits>"
     if isinstance(value, str):
         return _cap(value)
     return _cap(json.dumps(_redact(value), default=repr, ensure_ascii=False))
@@ -114,34 +123,57 @@ def _run_user(place: str, fn: Any, call: Call, result: Any) -> tuple[bool, Any]:
         return False, None
 
 
+def _outcome_text(place: str, value: Any) -> str | None:
+    """``value`` as an outcome code; None (keep the derived one) when it cannot be made a string."""
+    if isinstance(value, str):
+        return value
+    try:
+        return str(value)
+    except Exception as exc:
+        _safe.report(place, exc)
+        return None
+
+
+def _describe(exc: BaseException, error_type: str) -> str:
+    """The span status description of an exception, even when its ``__str__`` raises."""
+    try:
+        return _cap(f"{error_type}: {exc}")
+    except Exception:
+        return error_type
+
+
 def finish(call: Call, runtime: Runtime, exc: BaseException | None, result: Any = None) -> None:
-    """Classify the call, end its span and count it. Never raises."""
+    """Classify the call, end its span and count it. Never raises.
+
+    Whatever fails along the way (an unreadable result, a raising callback, the span API), the
+    span is still ended and the call still counted, with what could be decided.
+    """
     spec = call.spec
     assert spec is not None
     elapsed = _perf() - call.started
     status_code: int | None = None
     error_type: str | None = None
-    try:
-        if exc is not None:
-            transport, outcome = c.TRANSPORT_ERROR, c.OUTCOME_ERROR
-            readback = c.READBACK_NOT_APPLICABLE if spec.read_only else c.READBACK_SKIPPED
-            error_type = error_type_of(exc)
-        else:
+    if exc is not None:
+        transport, outcome = c.TRANSPORT_ERROR, c.OUTCOME_ERROR
+        readback = c.READBACK_NOT_APPLICABLE if spec.read_only else c.READBACK_SKIPPED
+        error_type = error_type_of(exc)
+    else:
+        try:
             transport, outcome, status_code = classify_result(result)
-            if call.outcome is not None:
-                outcome = call.outcome
-            if spec.outcome is not None:
-                ok, chosen = _run_user(f"the outcome classifier of {spec.name}", spec.outcome, call, result)
-                if ok and chosen is not None:
-                    outcome = str(chosen)
-            readback = call.readback or _readback(spec, call, result, transport, outcome)
-            if readback == c.READBACK_MISMATCH and outcome == c.OUTCOME_OK:
-                outcome = c.OUTCOME_READBACK_MISMATCH
-            if outcome != c.OUTCOME_OK:
-                error_type = str(status_code) if outcome == c.OUTCOME_ERROR and status_code else _cap(outcome)
-    except Exception as failure:  # pragma: no cover - classification is pure; belt and braces
-        _safe.report(f"classifying a call of {spec.name}", failure)
-        return
+        except Exception as failure:  # a result whose .get, __getattr__ or properties raise
+            _safe.report(f"classifying a result of {spec.name}", failure)
+            transport, outcome, status_code = c.TRANSPORT_OK, c.OUTCOME_OK, None
+        if call.outcome is not None:
+            outcome = _outcome_text(f"the outcome set inside {spec.name}", call.outcome) or outcome
+        if spec.outcome is not None:
+            ok, chosen = _run_user(f"the outcome classifier of {spec.name}", spec.outcome, call, result)
+            if ok and chosen is not None:
+                outcome = _outcome_text(f"the outcome classifier of {spec.name}", chosen) or outcome
+        readback = call.readback or _readback(spec, call, result, transport, outcome)
+        if readback == c.READBACK_MISMATCH and outcome == c.OUTCOME_OK:
+            outcome = c.OUTCOME_READBACK_MISMATCH
+        if outcome != c.OUTCOME_OK:
+            error_type = str(status_code) if outcome == c.OUTCOME_ERROR and status_code else _cap(outcome)
     span = call.span
     if span is not None:
         try:
@@ -157,10 +189,13 @@ def finish(call: Call, runtime: Runtime, exc: BaseException | None, result: Any 
                 attributes[c.TOOL_DEDUPLICATED] = True
             span.set_attributes(attributes)
             if exc is not None:
+                span.set_status(Status(_ERROR, _describe(exc, error_type or "")))
                 span.record_exception(exc)
-                span.set_status(Status(_ERROR, f"{error_type}: {exc}"))
             elif outcome != c.OUTCOME_OK:
                 span.set_status(Status(_ERROR, _cap(outcome)))
+        except Exception as failure:
+            _safe.report("recording a tool span", failure)
+        try:
             span.end()
         except Exception as failure:
             _safe.report("ending a tool span", failure)
@@ -180,7 +215,7 @@ def _readback(spec: ToolSpec, call: Call, result: Any, transport: str, outcome: 
         return c.READBACK_ERROR
     try:
         return readback_value(value)
-    except ValueError as exc:
+    except Exception as exc:  # ValueError for an unknown value; anything from an odd object
         _safe.report(f"the read-back of {spec.name}", exc)
         return c.READBACK_ERROR
 
