@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import sys
 from collections.abc import AsyncGenerator, Awaitable, Callable, Generator, Iterable
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar, overload
 
@@ -131,6 +132,27 @@ def _close(call: Call, runtime: Runtime, close: Callable[[], Any]) -> None:
     finish(call, runtime, None, None)
 
 
+def _first_asend(agen: AsyncGenerator[Any, Any]) -> Awaitable[Any]:
+    """``agen.asend(None)`` with the event loop's async-generator hooks off.
+
+    The hooks (``sys.set_asyncgen_hooks``, installed by asyncio) register an async generator
+    with the loop on its first step, so the loop can ``aclose()`` it when it is garbage
+    collected or when ``asyncio.run()`` shuts down. The wrapper is registered that way and
+    closes the tool's generator itself; if the tool's generator were registered too, loop
+    shutdown would close both at once and the wrapper's ``aclose()`` would fail with
+    "asynchronous generator is already running". The hooks run when the awaitable is created,
+    so they are off only for this synchronous call.
+    """
+    hooks = sys.get_asyncgen_hooks()
+    if hooks.firstiter is None and hooks.finalizer is None:
+        return agen.asend(None)
+    sys.set_asyncgen_hooks(firstiter=None, finalizer=None)
+    try:
+        return agen.asend(None)
+    finally:
+        sys.set_asyncgen_hooks(firstiter=hooks.firstiter, finalizer=hooks.finalizer)
+
+
 def _wrap_async_generator(func: Callable[..., AsyncGenerator[Any, Any]], spec: ToolSpec) -> Callable[..., Any]:
     @functools.wraps(func)
     async def wrapper(*args: Any, **kwargs: Any) -> AsyncGenerator[Any, Any]:
@@ -148,11 +170,15 @@ def _wrap_async_generator(func: Callable[..., AsyncGenerator[Any, Any]], spec: T
                 leave(tokens)
         to_send: Any = None
         to_throw: BaseException | None = None
+        started = False
         while True:
             tokens = enter(call) if call is not None else None
             try:
                 if to_throw is not None:
                     item = await agen.athrow(to_throw)
+                elif not started:
+                    started = True
+                    item = await _first_asend(agen)
                 else:
                     item = await agen.asend(to_send)
             except StopAsyncIteration:
