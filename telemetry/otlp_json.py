@@ -18,6 +18,7 @@ from opentelemetry.sdk.trace import ReadableSpan
 
 _HAS_IS_REMOTE = 0x100
 _IS_REMOTE = 0x200
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 
 
 def encode_value(value: Any) -> dict[str, Any]:
@@ -27,7 +28,9 @@ def encode_value(value: Any) -> dict[str, Any]:
     if isinstance(value, bool):
         return {"boolValue": value}
     if isinstance(value, int):
-        return {"intValue": str(value)}
+        if _INT64_MIN <= value <= _INT64_MAX:
+            return {"intValue": str(int(value))}
+        return {"stringValue": str(value)}  # intValue is an int64; keep the number as text
     if isinstance(value, float):
         if math.isfinite(value):
             return {"doubleValue": value}
@@ -48,6 +51,36 @@ def encode_attributes(attributes: Mapping[str, Any] | None) -> list[dict[str, An
     if not attributes:
         return []
     return [{"key": key, "value": encode_value(value)} for key, value in attributes.items()]
+
+
+def _flags(ctx: Any) -> int:
+    """W3C trace flags plus the OTLP is-remote bits (HAS_IS_REMOTE, and IS_REMOTE when true)."""
+    return int(ctx.trace_flags) | _HAS_IS_REMOTE | (_IS_REMOTE if ctx.is_remote else 0)
+
+
+def _link(link: Any) -> dict[str, Any]:
+    ctx = link.context
+    out: dict[str, Any] = {"traceId": format(ctx.trace_id, "032x"), "spanId": format(ctx.span_id, "016x")}
+    trace_state = ctx.trace_state.to_header() if ctx.trace_state else ""
+    if trace_state:
+        out["traceState"] = trace_state
+    if link.attributes:
+        out["attributes"] = encode_attributes(link.attributes)
+    dropped = getattr(link, "dropped_attributes", 0)
+    if dropped:
+        out["droppedAttributesCount"] = dropped
+    out["flags"] = _flags(ctx)
+    return out
+
+
+def _event(event: Any) -> dict[str, Any]:
+    out: dict[str, Any] = {"timeUnixNano": str(event.timestamp), "name": event.name}
+    if event.attributes:
+        out["attributes"] = encode_attributes(event.attributes)
+    dropped = getattr(event, "dropped_attributes", 0)
+    if dropped:
+        out["droppedAttributesCount"] = dropped
+    return out
 
 
 def _span(span: ReadableSpan) -> dict[str, Any]:
@@ -76,25 +109,11 @@ def _span(span: ReadableSpan) -> dict[str, Any]:
     if span.dropped_attributes:
         out["droppedAttributesCount"] = span.dropped_attributes
     if span.events:
-        out["events"] = [
-            {
-                "timeUnixNano": str(event.timestamp),
-                "name": event.name,
-                **({"attributes": encode_attributes(event.attributes)} if event.attributes else {}),
-            }
-            for event in span.events
-        ]
+        out["events"] = [_event(event) for event in span.events]
     if span.dropped_events:
         out["droppedEventsCount"] = span.dropped_events
     if span.links:
-        out["links"] = [
-            {
-                "traceId": format(link.context.trace_id, "032x"),
-                "spanId": format(link.context.span_id, "016x"),
-                **({"attributes": encode_attributes(link.attributes)} if link.attributes else {}),
-            }
-            for link in span.links
-        ]
+        out["links"] = [_link(link) for link in span.links]
     if span.dropped_links:
         out["droppedLinksCount"] = span.dropped_links
     status: dict[str, Any] = {}
@@ -109,24 +128,28 @@ def _span(span: ReadableSpan) -> dict[str, Any]:
 
 def encode_traces_data(spans: Sequence[ReadableSpan]) -> dict[str, Any]:
     """Group ``spans`` by resource and instrumentation scope into one ``TracesData`` object."""
-    by_resource: dict[int, tuple[Any, dict[Any, list[ReadableSpan]]]] = {}
+    by_resource: dict[int, tuple[Any, dict[Any, tuple[Any, list[ReadableSpan]]]]] = {}
     for span in spans:
         resource_key = id(span.resource)
         if resource_key not in by_resource:
             by_resource[resource_key] = (span.resource, {})
         scope = span.instrumentation_scope
-        scope_key = (scope.name, scope.version, scope.schema_url) if scope else None
-        by_resource[resource_key][1].setdefault(scope_key, []).append(span)
+        scope_key = (scope.name, scope.version, scope.schema_url, id(scope.attributes)) if scope else None
+        by_resource[resource_key][1].setdefault(scope_key, (scope, []))[1].append(span)
     resource_spans = []
     for resource, scopes in by_resource.values():
         scope_spans = []
-        for scope_key, scope_members in scopes.items():
+        for scope, scope_members in scopes.values():
             entry: dict[str, Any] = {}
-            if scope_key is not None:
-                name, version, schema_url = scope_key
-                entry["scope"] = {"name": name, **({"version": version} if version else {})}
-                if schema_url:
-                    entry["schemaUrl"] = schema_url
+            if scope is not None:
+                encoded_scope: dict[str, Any] = {"name": scope.name}
+                if scope.version:
+                    encoded_scope["version"] = scope.version
+                if scope.attributes:
+                    encoded_scope["attributes"] = encode_attributes(scope.attributes)
+                entry["scope"] = encoded_scope
+                if scope.schema_url:
+                    entry["schemaUrl"] = scope.schema_url
             entry["spans"] = [_span(s) for s in scope_members]
             scope_spans.append(entry)
         rs: dict[str, Any] = {"resource": {"attributes": encode_attributes(resource.attributes)}}
