@@ -18,6 +18,7 @@ import atexit
 import logging
 import os
 import threading
+import weakref
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Callable
@@ -37,7 +38,9 @@ from .metrics import ToolMetrics
 
 logger = logging.getLogger("telemetry")
 
-_OUR_PROVIDERS: set[int] = set()
+_OUR_PROVIDERS: weakref.WeakSet[TracerProvider] = weakref.WeakSet()
+"""Providers configure() created. Weak references, not ids: an id is reused once its provider
+is collected, and an application's provider at that address would be mistaken for ours."""
 _PROTOCOLS = ("http/protobuf", "grpc")
 DEFAULT_MAX_QUEUE_SIZE = 65_536
 
@@ -181,6 +184,11 @@ class Runtime:
         self.shutdown()
 
 
+def is_ours(provider: object) -> bool:
+    """True when ``configure()`` created ``provider`` (and it still exists)."""
+    return isinstance(provider, TracerProvider) and provider in _OUR_PROVIDERS
+
+
 def _choose_provider(tracer_provider: TracerProvider | None, install_global: bool, resource: Resource) -> tuple[TracerProvider, bool]:
     """Return (provider, owned): the application's provider if it has one, else a new one."""
     if tracer_provider is not None:
@@ -190,7 +198,7 @@ def _choose_provider(tracer_provider: TracerProvider | None, install_global: boo
             )
         return tracer_provider, False
     current = trace.get_tracer_provider()
-    if isinstance(current, TracerProvider) and id(current) not in _OUR_PROVIDERS and install_global:
+    if isinstance(current, TracerProvider) and not is_ours(current) and install_global:
         logger.info("outcome-telemetry: adding its span processors to the application's TracerProvider")
         return current, False
     if not isinstance(current, (trace.ProxyTracerProvider, TracerProvider)) and install_global:
@@ -201,7 +209,7 @@ def _choose_provider(tracer_provider: TracerProvider | None, install_global: boo
             f"of their own."
         )
     provider = TracerProvider(resource=resource)
-    _OUR_PROVIDERS.add(id(provider))
+    _OUR_PROVIDERS.add(provider)
     if install_global and isinstance(current, trace.ProxyTracerProvider):
         trace.set_tracer_provider(provider)
     return provider, True
