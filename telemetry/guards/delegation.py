@@ -51,7 +51,7 @@ from ._ledger import (
     parse_criteria,
     parse_waivers,
 )
-from .envelope import refusal, success
+from .envelope import refusal, refuse_when_busy, success
 from .sqlite import SQLiteStore
 
 
@@ -207,6 +207,7 @@ class Delegations:
         return [dict(row) for row in rows]
 
     @instrument_tool(name=c.TOOL_GET_TASK, kind=c.KIND_READ)
+    @refuse_when_busy
     def get_task(self, task_id: str) -> dict[str, Any]:
         """A task's objective, hop, root and constraint ledger: what an agent delegates from.
 
@@ -227,6 +228,7 @@ class Delegations:
     # --- registering and delegating --------------------------------------------------------
 
     @instrument_tool(name=c.TOOL_REGISTER_TASK, kind=c.KIND_DELEGATE, readback=_task_readback)
+    @refuse_when_busy
     def register_task(
         self,
         task_id: str,
@@ -281,6 +283,7 @@ class Delegations:
         return success(task_id=task_id, root_task_id=task_id, hop=0, carried=ids, created=created)
 
     @instrument_tool(name=c.TOOL_DELEGATE, kind=c.KIND_DELEGATE, readback=_task_readback)
+    @refuse_when_busy
     def delegate(
         self,
         subtask: str,

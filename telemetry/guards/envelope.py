@@ -10,9 +10,14 @@ version, the current policy, the missing constraint ids, ...). The decorator's c
 
 from __future__ import annotations
 
-from typing import Any
+import functools
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from .. import conventions as c
+from .sqlite import StoreBusy
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 _RESERVED = frozenset({"ok", "error", "message", "retry", "retry_after_seconds"})
 
@@ -45,3 +50,34 @@ def success(**fields: Any) -> dict[str, Any]:
     if "ok" in fields or "error" in fields:
         raise ValueError("success fields may not be named 'ok' or 'error'")
     return {"ok": True, **fields}
+
+
+BUSY_RETRY_AFTER_SECONDS = 1.0
+
+
+def refuse_when_busy(func: F) -> F:
+    """Turn :class:`~telemetry.guards.sqlite.StoreBusy` into a retryable ``rate_limited`` refusal.
+
+    A guard tool whose store stayed locked past the busy timeout wrote nothing; a model acts
+    better on "wait and retry" in the usual envelope than on an exception. Put it directly
+    under ``@instrument_tool`` so the refusal lands on the span and in the counters.
+    """
+
+    @functools.wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return func(*args, **kwargs)
+        except StoreBusy as busy:
+            return busy_refusal(busy)
+
+    return wrapper  # type: ignore[return-value]
+
+
+def busy_refusal(busy: StoreBusy) -> dict[str, Any]:
+    """The ``rate_limited`` refusal for a store that stayed locked: nothing written, retry soon."""
+    return refusal(
+        c.OUTCOME_RATE_LIMITED,
+        f"{busy}. Wait {BUSY_RETRY_AFTER_SECONDS:g} s and send the same call again.",
+        retry=True,
+        retry_after_seconds=BUSY_RETRY_AFTER_SECONDS,
+    )

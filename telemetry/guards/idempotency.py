@@ -48,8 +48,8 @@ from ..decorator import SPEC_ATTRIBUTE
 from ..exceptions import ConfigurationError, GuardError
 from . import _checks
 from ._checks import BadInput
-from .envelope import refusal
-from .sqlite import SQLiteStore
+from .envelope import busy_refusal, refusal
+from .sqlite import SQLiteStore, StoreBusy
 
 __all__ = ["IdempotencyKeys"]
 
@@ -173,6 +173,12 @@ class _Guard:
         self.signature = signature
 
     def claim(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> _Ticket:
+        try:
+            return self._claim(args, kwargs)
+        except StoreBusy as busy:  # nothing claimed, nothing run: the caller retries
+            return _Ticket(busy_refusal(busy))
+
+    def _claim(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> _Ticket:
         call = current_call()
         try:
             bound = self.signature.bind(*args, **kwargs)

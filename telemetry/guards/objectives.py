@@ -40,8 +40,8 @@ from ..decorator import SPEC_ATTRIBUTE, instrument_tool
 from ..exceptions import ConfigurationError
 from ..spec import OutcomeFn, ReadbackFn
 from . import _checks
-from .envelope import refusal, success
-from .sqlite import SQLiteStore
+from .envelope import busy_refusal, refusal, refuse_when_busy, success
+from .sqlite import SQLiteStore, StoreBusy
 
 __all__ = ["Objectives", "guarded_send"]
 
@@ -167,6 +167,7 @@ class Objectives:
     # --- the tools -------------------------------------------------------------------------
 
     @instrument_tool(name=c.TOOL_PUBLISH_OBJECTIVE, kind=c.KIND_WRITE, readback=_version_readback)
+    @refuse_when_busy
     def publish_objective(self, task_id: str, text: str) -> dict[str, Any]:
         """Publish a task's first objective; returns its ``version``. A second publication of the
         same task is refused: a correction is :meth:`supersede_objective`, with a reason."""
@@ -195,6 +196,7 @@ class Objectives:
         return success(task_id=task_id, version=version, as_of=as_of)
 
     @instrument_tool(name=c.TOOL_GET_OBJECTIVE, kind=c.KIND_READ)
+    @refuse_when_busy
     def get_objective(self, task_id: str, agent_id: str) -> dict[str, Any]:
         """The current objective, registering ``agent_id`` as a holder of its version.
 
@@ -235,6 +237,7 @@ class Objectives:
         return success(**fields)
 
     @instrument_tool(name=c.TOOL_SUPERSEDE_OBJECTIVE, kind=c.KIND_WRITE, readback=_version_readback)
+    @refuse_when_busy
     def supersede_objective(self, task_id: str, text: str, reason: str, expected_version: str) -> dict[str, Any]:
         """Replace a task's objective; returns the new ``version`` and ``holders``: every agent
         holding an older version (``[{"agent_id", "version"}]``), the correction fan-out list.
@@ -443,7 +446,10 @@ def guarded_send(
                 ctx = current_agent()
                 agent_id = ctx.agent_id if ctx is not None else None
             version = bound.arguments[POLICY_VERSION_PARAMETER]
-            return objectives.admit_send(policy_task_id, version, agent_id=agent_id, tool=tool)
+            try:
+                return objectives.admit_send(policy_task_id, version, agent_id=agent_id, tool=tool)
+            except StoreBusy as busy:  # not admitted, not sent: the caller retries
+                return busy_refusal(busy)
 
         guarded: Callable[..., Any]
         if inspect.iscoroutinefunction(func):

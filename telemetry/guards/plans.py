@@ -49,7 +49,7 @@ from ._objects import (
     postcondition,
     set_hash,
 )
-from .envelope import refusal, success
+from .envelope import refusal, refuse_when_busy, success
 from .state import JSONValue, StateStore, current_row
 
 __all__ = ["Action", "PlanWriter", "Planner", "Transform"]
@@ -138,6 +138,7 @@ class Planner:
     # --- the tools ---------------------------------------------------------------------------
 
     @instrument_tool(name="plan_change", kind=c.KIND_READ)
+    @refuse_when_busy
     def plan_change(
         self,
         action: str,
@@ -209,6 +210,7 @@ class Planner:
         )
 
     @instrument_tool(name="commit_plan", kind=c.KIND_WRITE, outcomes=(c.OUTCOME_POSTCONDITION_FAILED,))
+    @refuse_when_busy
     def commit_plan(self, plan_id: str, agent_id: str | None = None) -> dict[str, Any]:
         """Run a plan made by ``plan_change`` on exactly the objects it matched.
 

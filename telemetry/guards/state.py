@@ -33,7 +33,7 @@ from ..decorator import instrument_tool
 from ..exceptions import GuardError
 from . import _checks
 from ._checks import BadInput
-from .envelope import refusal, success
+from .envelope import refusal, refuse_when_busy, success
 from .sqlite import SQLiteStore
 
 __all__ = ["ABSENT_VERSION", "JSONValue", "StateStore"]
@@ -176,6 +176,7 @@ class StateStore:
         ensure_state_schema(store)
 
     @instrument_tool(name="read_state", kind=c.KIND_READ)
+    @refuse_when_busy
     def read_state(self, key: str, agent_id: str | None = None) -> dict[str, Any]:
         """Read a shared value and its version token.
 
@@ -198,6 +199,7 @@ class StateStore:
         return success(key=key, value=json.loads(value_json), version=version, exists=row is not None)
 
     @instrument_tool(name="write_state", kind=c.KIND_WRITE, readback=_readback)
+    @refuse_when_busy
     def write_state(self, key: str, value: JSONValue, expected_version: str, agent_id: str | None = None) -> dict[str, Any]:
         """Write a shared value, but only if nobody changed it since you read it.
 
@@ -239,6 +241,7 @@ class StateStore:
         return success(key=key, version=written, previous_version=expected_version)
 
     @instrument_tool(name="force_write_state", kind=c.KIND_WRITE, readback=_readback)
+    @refuse_when_busy
     def force_write_state(self, key: str, value: JSONValue, operator: str) -> dict[str, Any]:
         """Operators only: overwrite ``key`` whatever its version, on the record.
 

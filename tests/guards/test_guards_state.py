@@ -209,8 +209,9 @@ def test_memory_store_works_in_one_process() -> None:
     assert state.read_state("k") == {"ok": True, "key": "k", "value": [1, 2], "version": written["version"], "exists": True}
 
 
-def test_a_locked_store_raises_store_busy_and_the_thread_recovers(tmp_path: Path) -> None:
-    """A write lock held past the busy timeout raises StoreBusy naming the file; nothing is written and the next write works."""
+def test_a_locked_store_is_a_retryable_refusal_and_the_thread_recovers(tmp_path: Path, telemetry_capture: Capture) -> None:
+    """A write lock held past the busy timeout: the store raises StoreBusy naming the file, a guard tool
+    answers rate_limited with retry (on its span too), nothing is written, and the next write works."""
     import sqlite3
 
     from telemetry.guards import sqlite as guard_sqlite
@@ -227,8 +228,13 @@ def test_a_locked_store_raises_store_busy_and_the_thread_recovers(tmp_path: Path
         with pytest.raises(guard_sqlite.StoreBusy, match="busy.db"):
             with state.store.transaction():
                 pass
+        refused = state.write_state("k", 2, first["version"], agent_id="a")
     finally:
         guard_sqlite.BUSY_TIMEOUT_MS = original
         holder.execute("ROLLBACK")
         holder.close()
+    assert refused["error"] == c.OUTCOME_RATE_LIMITED and refused["retry"] is True
+    assert refused["retry_after_seconds"] > 0 and "busy.db" in refused["message"]
+    assert telemetry_capture.spans("write_state")[-1].attributes[c.TOOL_OUTCOME] == c.OUTCOME_RATE_LIMITED
+    assert state.read_state("k")["value"] == 1
     assert state.write_state("k", 2, first["version"])["ok"] is True
