@@ -67,7 +67,13 @@ def recordable(name: str, value: Any) -> Any:
             return f"<int of {value.bit_length()} bits>"
     if isinstance(value, str):
         return _cap(value)
-    return _cap(json.dumps(_redact(value), default=repr, ensure_ascii=False))
+    try:
+        return _cap(json.dumps(_redact(value), default=repr, ensure_ascii=False))
+    except (TypeError, ValueError, RecursionError):  # non-string keys, cycles: fall back to repr
+        try:
+            return _cap(repr(_redact(value)))
+        except Exception:
+            return f"<{type(value).__name__}>"
 
 
 def begin(spec: ToolSpec, runtime: Runtime, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Call:
@@ -92,11 +98,15 @@ def begin(spec: ToolSpec, runtime: Runtime, args: tuple[Any, ...], kwargs: dict[
     if spec.record_arguments and span is not None:
         try:
             arguments = call.arguments
+        except Exception as exc:  # the call does not bind to the signature: the tool will say so itself
+            _safe.report(f"recording arguments of {spec.name}", exc)
+        else:
             for name in spec.record_arguments:
                 if name in arguments:
-                    call.attributes[c.TOOL_ARGUMENT_PREFIX + name] = recordable(name, arguments[name])
-        except Exception as exc:
-            _safe.report(f"recording arguments of {spec.name}", exc)
+                    try:  # one odd value must not cost the others
+                        call.attributes[c.TOOL_ARGUMENT_PREFIX + name] = recordable(name, arguments[name])
+                    except Exception as exc:
+                        _safe.report(f"recording argument {name!r} of {spec.name}", exc)
     call.started = _perf()
     return call
 

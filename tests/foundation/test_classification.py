@@ -350,3 +350,18 @@ def test_tool_call_id_on_the_span(telemetry_capture: Capture) -> None:
     with pytest.raises(telemetry.ConfigurationError):
         with telemetry.tool_call_id(""):
             pass
+
+
+def test_an_odd_argument_value_does_not_cost_the_others(telemetry_capture: Capture) -> None:
+    """A recorded dict with non-string keys, or a cycle, is recorded as text; the other arguments still are."""
+    cyclic: list[Any] = []
+    cyclic.append(cyclic)
+
+    @telemetry.instrument_tool(record_arguments=["by_id", "loop", "name"])
+    def tool(by_id: dict[Any, str], loop: list[Any], name: str) -> None: ...
+
+    tool({1: "one", "two": "2"}, cyclic, "kept")
+    attrs = telemetry_capture.span("tool").attributes
+    p = c.TOOL_ARGUMENT_PREFIX
+    assert attrs[p + "name"] == "kept"
+    assert "one" in attrs[p + "by_id"] and attrs[p + "loop"] == "<list>"  # a cycle: named, not rendered
