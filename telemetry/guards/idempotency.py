@@ -32,6 +32,8 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import hashlib
+import hmac
 import inspect
 import json
 import logging
@@ -59,6 +61,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 SCHEMA_NAME: Final = "guards.idempotency"
 DDL: Final = """
+CREATE TABLE IF NOT EXISTS guard_meta (name TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS guard_idempotency (
     scope        TEXT NOT NULL,
     key_hash     TEXT NOT NULL,
@@ -74,6 +77,7 @@ CREATE TABLE IF NOT EXISTS guard_idempotency (
 );
 """
 _RUNNING, _DONE = "running", "done"
+_SECRET_NAME = "idempotency.hmac_key"
 _SKIPPED_PARAMETERS = frozenset({"self", "cls"})
 
 
@@ -90,6 +94,29 @@ class IdempotencyKeys:
         self.lease_seconds = float(lease_seconds)
         self.retry_after_seconds = float(retry_after_seconds)
         store.ensure_schema(SCHEMA_NAME, DDL)
+        self._secret = self._hash_secret()
+
+    def _hash_secret(self) -> bytes:
+        """The store's HMAC key for key and payload hashes, made once per database.
+
+        Keys such as ``refund-order-123`` are guessable, so a plain hash on a span would confirm
+        them; an HMAC under a secret kept in the store does not, while every process sharing the
+        store still computes the same hash (which is what correlation in forensics needs).
+        """
+        with self.store.transaction() as conn:
+            conn.execute(
+                "INSERT OR IGNORE INTO guard_meta (name, value) VALUES (?, ?)", (_SECRET_NAME, secrets.token_hex(32))
+            )
+            row = conn.execute("SELECT value FROM guard_meta WHERE name = ?", (_SECRET_NAME,)).fetchone()
+        return bytes.fromhex(row[0])
+
+    def hash(self, *parts: str) -> str:
+        """The 32-hex-digit HMAC of ``parts`` that spans and the table record instead of raw values."""
+        mac = hmac.new(self._secret, digestmod=hashlib.sha256)
+        for part in parts:
+            mac.update(part.encode("utf-8", "surrogatepass"))
+            mac.update(b"\0")
+        return mac.hexdigest()[:32]
 
     def idempotent(self, key_param: str = "idempotency_key", *, scope: str | None = None) -> Callable[[F], F]:
         """Decorate a sync or async tool whose ``key_param`` argument carries the idempotency key.
@@ -202,8 +229,8 @@ class _Guard:
             return _Ticket(bad.envelope)
         except (TypeError, ValueError, OverflowError, RecursionError) as exc:
             return _Ticket(_checks.invalid(f"the arguments of {self.scope} cannot be compared as JSON: {exc}").envelope)
-        key_hash = _checks.digest(self.scope, key)[:32]
-        payload_hash = _checks.digest(payload)[:32]
+        key_hash = self.keys.hash(self.scope, key)
+        payload_hash = self.keys.hash(payload)
         call.set_attributes({c.IDEMPOTENCY_KEY_HASH: key_hash, c.IDEMPOTENCY_PAYLOAD_HASH: payload_hash})
         now = time.time()
         fresh_id = "idem_" + secrets.token_hex(10)

@@ -251,3 +251,26 @@ def test_a_call_that_outlives_its_lease_is_marked_on_its_span(keys: IdempotencyK
     retry, first = telemetry_capture.spans("slow_charge")  # the retry ends first (it is nested)
     assert first.attributes.get(c.IDEMPOTENCY_LEASE_LOST) is True
     assert c.IDEMPOTENCY_LEASE_LOST not in retry.attributes
+
+
+def test_key_hashes_are_keyed_per_store(tmp_path: Path, telemetry_capture: Capture) -> None:
+    """A guessable key cannot be confirmed from a span: hashes are HMACs under a secret kept in the store,
+    the same for every process sharing that store and different for another store."""
+    import hashlib
+
+    one = IdempotencyKeys(SQLiteStore(tmp_path / "one.db"))
+    again = IdempotencyKeys(SQLiteStore(tmp_path / "one.db"))  # another process, the same database
+    other = IdempotencyKeys(SQLiteStore(tmp_path / "other.db"))
+    assert one.hash("charge", "refund-order-123") == again.hash("charge", "refund-order-123")
+    assert one.hash("charge", "refund-order-123") != other.hash("charge", "refund-order-123")
+
+    @instrument_tool(name="charge")
+    @one.idempotent(scope="charge")
+    def charge(amount: int, idempotency_key: str) -> dict[str, Any]:
+        return {"ok": True}
+
+    charge(5, idempotency_key="refund-order-123")
+    recorded = telemetry_capture.span("charge").attributes[c.IDEMPOTENCY_KEY_HASH]
+    assert recorded == one.hash("charge", "refund-order-123")
+    plain = hashlib.sha256(b"charge\0refund-order-123\0").hexdigest()[:32]
+    assert recorded != plain and "refund-order-123" not in str(dict(telemetry_capture.span("charge").attributes))
