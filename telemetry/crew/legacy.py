@@ -10,7 +10,6 @@ instrumentation can see what the tool's signature cannot express.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import secrets
 from typing import Any
@@ -18,6 +17,7 @@ from typing import Any
 from .. import conventions as c
 from ..call import Call, current_call
 from ..decorator import instrument_tool
+from ..guards._checks import digest
 from ..guards.delegation import Delegations
 from ..guards.envelope import refusal
 from ..guards.sqlite import SQLiteStore
@@ -29,11 +29,6 @@ CREATE TABLE IF NOT EXISTS legacy_sends (id INTEGER PRIMARY KEY, ticket_id TEXT,
 CREATE TABLE IF NOT EXISTS legacy_charges (id INTEGER PRIMARY KEY, order_id TEXT, amount_cents INTEGER);
 CREATE TABLE IF NOT EXISTS profiles (key TEXT PRIMARY KEY, value TEXT NOT NULL, rev TEXT NOT NULL);
 """
-
-
-def short_hash(*parts: Any) -> str:
-    """A stable 32-hex-digit hash of ``parts`` (what spans record instead of raw keys)."""
-    return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()[:32]
 
 
 def _rev() -> str:
@@ -125,8 +120,8 @@ class LegacyPayments:
         """Charge ``amount_cents`` for ``order_id``."""
         current_call().set_attributes(
             {
-                c.IDEMPOTENCY_KEY_HASH: short_hash("legacy_charge_card", request_id),
-                c.IDEMPOTENCY_PAYLOAD_HASH: short_hash(order_id, amount_cents),
+                c.IDEMPOTENCY_KEY_HASH: digest("legacy_charge_card", request_id)[:32],
+                c.IDEMPOTENCY_PAYLOAD_HASH: digest(order_id, str(amount_cents))[:32],
             }
         )
         with self.store.transaction() as conn:

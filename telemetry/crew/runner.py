@@ -13,7 +13,7 @@ import random
 import sys
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
@@ -38,14 +38,18 @@ class CrewResult:
     traces_dir: Path
     manifest_path: Path
     manifest: Manifest
-    samples: dict[tuple[str, tuple[tuple[str, str], ...]], float] = field(default_factory=dict)
-    """Final metric samples: (name, sorted labels) to value."""
-    metrics_text: str = ""
     seconds: float = 0.0
     runtime: Runtime | None = None
     """The still-running runtime when ``keep_runtime`` was asked for (``--serve``)."""
     registry: CollectorRegistry | None = None
     """The run's metric registry (still readable after the runtime shut down)."""
+
+    @property
+    def samples(self) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+        """Final metric samples of the run: (name, sorted labels) to value."""
+        if self.registry is None:
+            return {}
+        return {(s.name, tuple(sorted(s.labels.items()))): s.value for m in self.registry.collect() for s in m.samples}
 
     def sample(self, name: str, **labels: str) -> float:
         """Sum of the samples of ``name`` whose labels include ``labels``."""
@@ -123,19 +127,13 @@ def run_crew(
                 _background(world, mode, run, agents, steps, say)
                 manifest.background_runs.append(run)
             world.store.close()
-        samples = {
-            (s.name, tuple(sorted(s.labels.items()))): s.value for m in rt.registry.collect() for s in m.samples
-        }
-        text = rt.metrics_text(openmetrics=False)
     finally:
         if not keep_runtime:
             rt.shutdown()
     manifest_path = out_dir / "manifest.json"
     manifest.write(manifest_path)
     elapsed = time.perf_counter() - started
-    return CrewResult(
-        out_dir, traces, manifest_path, manifest, samples, text, elapsed, rt if keep_runtime else None, rt.registry
-    )
+    return CrewResult(out_dir, traces, manifest_path, manifest, elapsed, rt if keep_runtime else None, rt.registry)
 
 
 def stderr_progress(stream: TextIO = sys.stderr) -> Progress:

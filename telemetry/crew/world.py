@@ -18,7 +18,7 @@ from typing import Any
 from .. import conventions as c
 from ..decorator import instrument_tool
 from ..guards import Delegations, IdempotencyKeys, Objectives, Planner, PlanWriter, SQLiteStore, StateStore, guarded_send
-from ..guards.state import ABSENT_VERSION, put
+from ..guards.state import ABSENT_VERSION, current_row, put
 from .legacy import LegacyDelegation, LegacyKV, LegacyMessaging, LegacyPayments, ProfileService
 
 REFUND_POLICY = "refund-policy"
@@ -103,34 +103,25 @@ class World:
         self._build_legacy_catalog_tools()
 
     def _build_legacy_catalog_tools(self) -> None:
-        state, catalog = self.state, self.catalog
+        state, catalog, product = self.state, self.catalog, self.product
 
         def price_persisted(call: Any, result: dict[str, Any]) -> bool:
-            with state.store.read() as conn:
-                row = conn.execute("SELECT value FROM guard_state WHERE key = ?", (result["key"],)).fetchone()
-            return row is not None and json.loads(row["value"])["price_cents"] == call.arguments["price_cents"]
+            return bool(product(result["key"])["price_cents"] == call.arguments["price_cents"])
 
         @instrument_tool(name="legacy_update_price", kind=c.KIND_WRITE, readback=price_persisted)
         def update_price(key: str, price_cents: int) -> dict[str, Any]:
             """Set one product's price (200 OK, and it persists: the read-back matches)."""
             with state.store.transaction() as conn:
-                row = conn.execute("SELECT value, version FROM guard_state WHERE key = ?", (key,)).fetchone()
-                value = {**json.loads(row["value"]), "price_cents": price_cents}
-                put(conn, key, json.dumps(value, sort_keys=True, separators=(",", ":")), row["version"], actor="legacy")
+                row = current_row(conn, key)
+                assert row is not None, f"no product {key}"
+                value = {**json.loads(row[0]), "price_cents": price_cents}
+                put(conn, key, json.dumps(value, sort_keys=True, separators=(",", ":")), row[1], actor="legacy")
             return {"ok": True, "key": key, "status_code": 200}
 
         def set_postcondition(call: Any, result: dict[str, Any]) -> str | None:
             """The intent check telemetry adds: did exactly the asked-for collection change?"""
             wanted = call.arguments["collection"]
-            with state.store.read() as conn:
-                outside = sum(
-                    1
-                    for key in result["updated"]
-                    if json.loads(conn.execute("SELECT value FROM guard_state WHERE key = ?", (key,)).fetchone()["value"])[
-                        "collection"
-                    ]
-                    != wanted
-                )
+            outside = sum(1 for key in result["updated"] if product(key)["collection"] != wanted)
             call.set_attributes(
                 {c.PLAN_CHANGED_COUNT: len(result["updated"]), c.PLAN_OUTSIDE_TARGET_CHANGED_COUNT: outside}
             )
@@ -142,14 +133,19 @@ class World:
             updated = []
             for key in catalog.target_keys if collection == catalog.target else []:
                 wrong = catalog.stale_index[key]  # the same stale index as the guarded story
-                with state.store.read() as conn:
-                    value = json.loads(conn.execute("SELECT value FROM guard_state WHERE key = ?", (wrong,)).fetchone()["value"])
-                update_price(wrong, discounted(value, discount_pct)["price_cents"])
+                update_price(wrong, discounted(product(wrong), discount_pct)["price_cents"])
                 updated.append(wrong)
             return {"ok": True, "updated": updated, "message": f"Done! {len(updated)} prices updated."}
 
         self.reprice_collection: Callable[..., dict[str, Any]] = reprice_collection
 
-    def price_of(self, key: str) -> int:
+    def product(self, key: str) -> dict[str, Any]:
+        """A catalog product's current value, read from the database (the source of truth)."""
         with self.store.read() as conn:
-            return int(json.loads(conn.execute("SELECT value FROM guard_state WHERE key = ?", (key,)).fetchone()["value"])["price_cents"])
+            row = current_row(conn, key)
+        assert row is not None, f"no product {key}"
+        value: dict[str, Any] = json.loads(row[0])
+        return value
+
+    def price_of(self, key: str) -> int:
+        return int(self.product(key)["price_cents"])
