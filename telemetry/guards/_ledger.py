@@ -126,43 +126,39 @@ def _text(
     return value
 
 
-def parse_constraints(value: Any, name: str) -> tuple[list[tuple[str, str]], list[str]]:
-    """``[{"id", "text"}]`` as ``(id, text)`` pairs, and a description of each bad item."""
+def _id_pairs(value: Any, name: str, field: str, label: str) -> tuple[list[tuple[str, str]], list[str]]:
+    """``[{"id", field}]`` as ``(id, field)`` pairs, each id once, and a description of each bad item.
+
+    ``label`` names an item once its id is known (for example "the waiver of 'C3'"), so a
+    message points at the constraint rather than at a list position.
+    """
     problems: list[str] = []
     pairs: list[tuple[str, str]] = []
     seen: set[str] = set()
     for i, item in enumerate(_items(value, name, problems)):
-        cid = _text(item, "id", f"{name}[{i}]", problems, MAX_ID_LENGTH)
-        text = _text(item, "text", f"{name}[{i}]", problems)
-        if cid is None or text is None:
+        where = f"{name}[{i}]"
+        cid = _text(item, "id", where, problems, MAX_ID_LENGTH)
+        if cid is not None and label:
+            where = label.format(id=cid)
+        second = _text(item, field, where, problems)
+        if cid is None or second is None:
             continue
         if cid in seen:
             problems.append(f"{name} lists constraint id {cid!r} twice")
             continue
         seen.add(cid)
-        pairs.append((cid, text))
+        pairs.append((cid, second))
     return pairs, problems
+
+
+def parse_constraints(value: Any, name: str) -> tuple[list[tuple[str, str]], list[str]]:
+    """``[{"id", "text"}]`` as ``(id, text)`` pairs, and a description of each bad item."""
+    return _id_pairs(value, name, "text", "")
 
 
 def parse_waivers(value: Any) -> tuple[list[tuple[str, str]], list[str]]:
     """``[{"id", "reason"}]`` as ``(id, reason)`` pairs; an empty reason is a problem."""
-    problems: list[str] = []
-    pairs: list[tuple[str, str]] = []
-    seen: set[str] = set()
-    for i, item in enumerate(_items(value, "waived_constraints", problems)):
-        where = f"waived_constraints[{i}]"
-        cid = _text(item, "id", where, problems, MAX_ID_LENGTH)
-        if cid is not None:
-            where = f"the waiver of {cid!r}"
-        reason = _text(item, "reason", where, problems)
-        if cid is None or reason is None:
-            continue
-        if cid in seen:
-            problems.append(f"waived_constraints lists constraint id {cid!r} twice")
-            continue
-        seen.add(cid)
-        pairs.append((cid, reason))
-    return pairs, problems
+    return _id_pairs(value, "waived_constraints", "reason", "the waiver of {id!r}")
 
 
 def parse_criteria(value: Any) -> tuple[list[tuple[str, str]], list[str]]:

@@ -362,23 +362,20 @@ class Delegations:
                 [(child_id, i, check, cid) for i, (check, cid) in enumerate(criteria)],
             )
         carried_ids_ = [cid for cid, _ in child.constraints]
+        waived = [wid for wid, _ in waivers]
         record_handoff(
             task_id=child_id,
             origin_task_id=origin_task_id,
             root_task_id=origin.root_task_id,
             hop=hop,
             carried=carried_ids_,
-            waived=[wid for wid, _ in waivers],
+            waived=waived,
             waiver_reasons=[reason for _, reason in waivers],
             agent_id=agent_id,
         )
         return success(
-            task_id=child_id,
-            origin_task_id=origin_task_id,
-            root_task_id=origin.root_task_id,
-            hop=hop,
-            carried=carried_ids_,
-            waived=[wid for wid, _ in waivers],
+            task_id=child_id, origin_task_id=origin_task_id, root_task_id=origin.root_task_id, hop=hop,
+            carried=carried_ids_, waived=waived,
         )
 
     @staticmethod
