@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING, Any
 
 from opentelemetry.trace import Span
 
+from .classify import readback_value
+
 if TYPE_CHECKING:
     from .spec import ToolSpec
 
@@ -88,8 +90,6 @@ class Call:
 
     def set_readback(self, readback: bool | Readback | str | None) -> None:
         """Declare the read-back result (``True`` match, ``False`` mismatch)."""
-        from .classify import readback_value
-
         self.readback = readback_value(readback)
 
     def set_attribute(self, key: str, value: Any) -> None:

@@ -182,15 +182,16 @@ def finish(call: Call, runtime: Runtime, exc: BaseException | None, result: Any 
         readback = call.readback or _readback(spec, call, result, transport, outcome)
         if readback == c.READBACK_MISMATCH and outcome == c.OUTCOME_OK:
             outcome = c.OUTCOME_READBACK_MISMATCH
-        if outcome != c.OUTCOME_OK:
-            error_type = str(status_code) if outcome == c.OUTCOME_ERROR and status_code else _cap(outcome)
+    shown = _cap(outcome)  # the span keeps the real code, cut to the attribute limit
+    if exc is None and outcome != c.OUTCOME_OK:
+        error_type = str(status_code) if outcome == c.OUTCOME_ERROR and status_code else shown
     span = call.span
     if span is not None:
         try:
             attributes: dict[str, Any] = call.attributes
             attributes[c.TOOL_TRANSPORT] = transport
             attributes[c.TOOL_READBACK] = readback
-            attributes[c.TOOL_OUTCOME] = _cap(outcome)
+            attributes[c.TOOL_OUTCOME] = shown
             if status_code is not None:
                 attributes[c.HTTP_RESPONSE_STATUS_CODE] = status_code
             if error_type is not None:
@@ -202,7 +203,7 @@ def finish(call: Call, runtime: Runtime, exc: BaseException | None, result: Any 
                 span.set_status(Status(_ERROR, _describe(exc, error_type or "")))
                 span.record_exception(exc)
             elif outcome != c.OUTCOME_OK:
-                span.set_status(Status(_ERROR, _cap(outcome)))
+                span.set_status(Status(_ERROR, shown))
         except Exception as failure:
             _safe.report("recording a tool span", failure)
         try:
