@@ -135,7 +135,7 @@ def build_server(db_path: str | Path, outbox: list[dict[str, Any]] | None = None
         objectives.supersede_objective,
         send_customer_message,
     ):
-        name = getattr(method, telemetry.decorator.SPEC_ATTRIBUTE).name
+        name = getattr(method, telemetry.instrument.SPEC_ATTRIBUTE).name
         server.add_tool(method, name=name, description=DESCRIPTIONS[name])
     instrument_server(server)  # hints -> readOnly/destructive/idempotent annotations, checked once
     return server

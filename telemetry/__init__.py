@@ -1,12 +1,22 @@
 """outcome-telemetry: transport, state and intent success for LLM agent tool calls.
 
-The public face; implementation lives in the private-by-convention modules beside this one.
+The public face. The per-call path lives in :mod:`telemetry.instrument`, the exporting runtime in
+:mod:`telemetry.runtime`; :mod:`telemetry.guards`, :mod:`telemetry.forensics` and
+:mod:`telemetry.mcp` are public packages of their own (see ``docs/architecture.md``).
 """
 
-from .call import Call, Readback, current_call
-from .context import AgentContext, agent, current_agent, current_tool_call_id, tool_call_id
-from .decorator import instrument_tool
 from .exceptions import ConfigurationError, ForensicsInputError, GuardError, TelemetryError
+from .instrument import (
+    AgentContext,
+    Call,
+    Readback,
+    agent,
+    current_agent,
+    current_call,
+    current_tool_call_id,
+    instrument_tool,
+    tool_call_id,
+)
 from .runtime import Runtime, active_runtime, configure
 
 __all__ = [

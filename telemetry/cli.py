@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from .resources import data_dir
+from .runtime.resources import data_dir
 
 DESCRIPTION = """\
 Make the failures that look like success visible: transport ok, outcome not ok.
@@ -50,14 +50,14 @@ def main(argv: list[str] | None = None) -> int:
 
         return forensics_main(rest)
     if command == "demo":
-        from .crew.cli import main as demo_main
+        from .demo.cli import main as demo_main
 
         return demo_main(rest)
     if command == "quickstart":
         sub = argparse.ArgumentParser(prog="outcome-telemetry quickstart", description="Run the three-tool example.")
         sub.add_argument("--out", type=Path, default=Path("quickstart-output"), help="folder for traces (default: %(default)s)")
         ns = sub.parse_args(rest)
-        from .quickstart import run
+        from .demo.quickstart import run
 
         run(ns.out)
         return 0

@@ -252,7 +252,7 @@ SEVERITY_WARNING: Final = "warning"
 LABEL_ALERTNAME: Final = "alertname"
 """Prometheus's own label holding an alert's name (promtool reports alerts with it)."""
 ANNOTATION_SUMMARY: Final = "summary"
-"""The one-line alert annotation every shipped alert carries (``telemetry.alerting`` reads it)."""
+"""The one-line alert annotation every shipped alert carries (``telemetry.demo.alerting`` reads it)."""
 
 NOT_BAD_OUTCOMES: Final = frozenset({OUTCOME_OK, OUTCOME_FORCED}) | REFUSAL_OUTCOMES
 """Outcomes the 200-with-bad-outcome page ignores: success, an operator's counted force, and

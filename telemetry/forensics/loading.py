@@ -24,7 +24,7 @@ from typing import Callable, Optional
 import duckdb
 
 from ..exceptions import ForensicsInputError
-from ..resources import data_file
+from ..runtime.resources import data_file
 from .inputs import TraceInputs
 from .validation import EXPECTED, Diagnosis, copy_prefix, describe, diagnose, truncated_tail, zstd_truncated
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from ..exceptions import ForensicsInputError
-from ..resources import data_file
+from ..runtime.resources import data_file
 
 QUESTION_NAMES: tuple[str, ...] = (
     "bad_outcome_successes",

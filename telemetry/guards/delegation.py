@@ -39,8 +39,8 @@ from typing import Any
 from typing_extensions import TypedDict
 
 from .. import conventions as c
-from ..call import current_call
-from ..decorator import instrument_tool
+from ..instrument import current_call
+from ..instrument import instrument_tool
 from ..exceptions import ConfigurationError
 from ._ledger import (
     Ledger,

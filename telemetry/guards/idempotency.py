@@ -42,11 +42,11 @@ import time
 from collections.abc import Callable
 from typing import Any, Final, TypeVar
 
-from .. import _safe
+from ..runtime import containment as _safe
 from .. import conventions as c
-from ..call import current_call
-from ..classify import classify_result
-from ..decorator import SPEC_ATTRIBUTE
+from ..instrument import current_call
+from ..instrument import classify_result
+from ..instrument import SPEC_ATTRIBUTE
 from ..exceptions import ConfigurationError, GuardError
 from . import _checks
 from ._checks import BadInput

@@ -25,9 +25,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from .. import conventions as c
-from ..decorator import SPEC_ATTRIBUTE, instrument_tool
+from ..instrument import SPEC_ATTRIBUTE, instrument_tool
 from ..exceptions import ConfigurationError, GuardError
-from ..spec import ToolSpec
+from ..instrument import ToolSpec
 from .envelope import success
 
 __all__ = ["ScopedTools", "ToolRegistry"]

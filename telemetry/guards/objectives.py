@@ -34,11 +34,11 @@ from datetime import datetime, timezone
 from typing import Any, ParamSpec, TypeVar, cast
 
 from .. import conventions as c
-from ..call import current_call
-from ..context import current_agent
-from ..decorator import SPEC_ATTRIBUTE, instrument_tool
+from ..instrument import current_call
+from ..instrument import current_agent
+from ..instrument import SPEC_ATTRIBUTE, instrument_tool
 from ..exceptions import ConfigurationError
-from ..spec import OutcomeFn, ReadbackFn
+from ..instrument import OutcomeFn, ReadbackFn
 from . import _checks
 from .envelope import busy_refusal, refusal, refuse_when_busy, success
 from .sqlite import SQLiteStore, StoreBusy

@@ -35,8 +35,8 @@ from datetime import datetime, timezone
 from typing import Any, Final, Union
 
 from .. import conventions as c
-from ..call import current_call
-from ..decorator import instrument_tool
+from ..instrument import current_call
+from ..instrument import instrument_tool
 from ..exceptions import GuardError
 from . import _checks
 from ._checks import BadInput

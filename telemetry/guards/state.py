@@ -28,8 +28,8 @@ import time
 from typing import Any, Final, Union
 
 from .. import conventions as c
-from ..call import Call, current_call
-from ..decorator import instrument_tool
+from ..instrument import Call, current_call
+from ..instrument import instrument_tool
 from ..exceptions import GuardError
 from . import _checks
 from ._checks import BadInput

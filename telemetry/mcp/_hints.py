@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from mcp_types import ToolAnnotations
 
 from ..exceptions import ConfigurationError
-from ..spec import ToolSpec
+from ..instrument import ToolSpec
 
 # decorator hint -> (ToolAnnotations field, wire name)
 _FIELDS = {

@@ -29,9 +29,9 @@ from typing import Any, TypeVar, cast
 from mcp.server.mcpserver import MCPServer
 from mcp_types import Icon, ToolAnnotations
 
-from ..decorator import SPEC_ATTRIBUTE, instrument_tool
+from ..instrument import SPEC_ATTRIBUTE, instrument_tool
 from ..exceptions import ConfigurationError
-from ..spec import OutcomeFn, ReadbackFn, ToolSpec
+from ..instrument import OutcomeFn, ReadbackFn, ToolSpec
 from ._hints import annotations_for, check_consistent, merge_hints
 
 F = TypeVar("F", bound=Callable[..., Any])

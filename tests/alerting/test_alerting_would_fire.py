@@ -13,7 +13,7 @@ from prometheus_client.samples import Sample
 
 import telemetry
 from telemetry import conventions as c
-from telemetry.alerting import (
+from telemetry.demo.alerting import (
     DEFAULT_MINUTES,
     FiringAlert,
     alert_names,

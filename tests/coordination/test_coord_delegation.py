@@ -14,7 +14,7 @@ from telemetry import instrument_tool
 from telemetry.exceptions import ConfigurationError
 from telemetry.guards import Delegations, carried_ids, record_handoff
 from telemetry.guards.sqlite import SQLiteStore
-from telemetry.otlp_json import encode_traces_data
+from telemetry.runtime.otlp_json import encode_traces_data
 from telemetry.testing import Capture
 
 ROOT = [

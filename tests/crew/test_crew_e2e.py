@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from telemetry import conventions as c
-from telemetry.crew import SCENARIOS, run_crew, score
-from telemetry.crew.runner import CrewResult
+from telemetry.demo import SCENARIOS, run_crew, score
+from telemetry.demo.runner import CrewResult
 from telemetry.forensics import QUESTION_NAMES, open_traces
 
 

@@ -12,7 +12,7 @@ from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
 import telemetry
-from telemetry import _safe
+from telemetry.runtime import containment as _safe
 from telemetry import conventions as c
 from telemetry.testing import Capture, capture
 

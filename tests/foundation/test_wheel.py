@@ -33,7 +33,7 @@ def test_wheel_installs_and_exports(tmp_path: Path) -> None:
     (site / "deps.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
     script = (
         "import telemetry, pathlib, sys\n"
-        "from telemetry.resources import data_dir\n"
+        "from telemetry.runtime.resources import data_dir\n"
         "assert 'site-packages' in telemetry.__file__, telemetry.__file__\n"
         "assert (pathlib.Path(telemetry.__file__).parent / 'py.typed').exists()\n"
         "for kind in ('queries', 'dashboards', 'alerts'):\n"

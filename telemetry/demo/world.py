@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import conventions as c
-from ..decorator import instrument_tool
+from ..instrument import instrument_tool
 from ..guards import Delegations, IdempotencyKeys, Objectives, Planner, PlanWriter, SQLiteStore, StateStore, guarded_send
 from ..guards.state import ABSENT_VERSION, current_row, put
 from .legacy import LegacyDelegation, LegacyKV, LegacyMessaging, LegacyPayments, ProfileService

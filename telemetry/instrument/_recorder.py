@@ -18,14 +18,14 @@ from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.trace import Status, StatusCode
 
-from . import _safe
-from . import conventions as c
+from ..runtime import containment as _safe
+from .. import conventions as c
 from .call import Call, _current
 from .classify import classify_result, error_type_of, readback_value
 from .context import current_agent, current_tool_call_id
 
 if TYPE_CHECKING:
-    from .runtime import Runtime
+    from ..runtime import Runtime
     from .spec import ToolSpec
 
 _perf = time.perf_counter

@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
-from . import conventions as c
+from .. import conventions as c
 
 _STATUS_OUTCOMES = {
     400: c.OUTCOME_INVALID_ARGUMENT,

@@ -11,10 +11,10 @@ import sys
 from pathlib import Path
 from typing import Any, TextIO
 
-from . import conventions as c
-from .context import agent
-from .decorator import instrument_tool
-from .runtime import configure
+from .. import conventions as c
+from ..instrument import agent
+from ..instrument import instrument_tool
+from ..runtime import configure
 
 
 def run(out_dir: Path, *, stream: TextIO = sys.stdout) -> dict[str, Any]:

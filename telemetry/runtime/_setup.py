@@ -30,9 +30,9 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter
 from prometheus_client import CollectorRegistry, generate_latest, start_http_server
 from prometheus_client.openmetrics.exposition import generate_latest as generate_openmetrics
 
-from . import _state
-from . import conventions as c
-from .exceptions import ConfigurationError
+from . import active as _state
+from .. import conventions as c
+from ..exceptions import ConfigurationError
 from .exporter import JsonLinesSpanExporter
 from .metrics import ToolMetrics
 

@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 
-from .exceptions import ConfigurationError
+from ..exceptions import ConfigurationError
 
 
 @dataclass(frozen=True)

@@ -13,8 +13,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import conventions as c
-from .exceptions import ConfigurationError
+from .. import conventions as c
+from ..exceptions import ConfigurationError
 
 ReadbackFn = Callable[[Any, Any], Any]
 """``readback(call, result)`` returns True/False, a ``Readback`` value, or None (skipped)."""

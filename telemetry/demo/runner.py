@@ -19,7 +19,7 @@ from typing import TextIO
 
 from prometheus_client import CollectorRegistry
 
-from ..context import agent
+from ..instrument import agent
 from ..guards.state import ABSENT_VERSION
 from ..runtime import configure
 from .manifest import Incident, Manifest

@@ -23,8 +23,8 @@ from typing import IO
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
-from . import _safe
-from .conventions import OTLP_SPANS_PER_LINE
+from . import containment as _safe
+from ..conventions import OTLP_SPANS_PER_LINE
 from .otlp_json import encode_traces_data
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")

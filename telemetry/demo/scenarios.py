@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .. import conventions as c
-from ..context import agent
+from ..instrument import agent
 from ..guards.delegation import AcceptanceCriterion, Constraint, Waiver
 from ..guards.state import ABSENT_VERSION
 from .manifest import Incident

@@ -11,11 +11,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from .exceptions import ConfigurationError
+from ..exceptions import ConfigurationError
 
 DataKind = Literal["queries", "dashboards", "alerts"]
 
-_PACKAGE_DIR = Path(__file__).resolve().parent
+_PACKAGE_DIR = Path(__file__).resolve().parent.parent
+"""The ``telemetry`` package folder (this module lives in ``telemetry/runtime/``)."""
 
 
 def data_dir(kind: DataKind) -> Path:

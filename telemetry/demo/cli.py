@@ -10,10 +10,10 @@ from pathlib import Path
 from typing import Any
 
 from .. import conventions as c
-from ..alerting import FiringAlert, samples_from_registry, would_fire
+from .alerting import FiringAlert, samples_from_registry, would_fire
 from ..exceptions import ConfigurationError
 from ..forensics import QUESTION_NAMES, open_traces
-from ..resources import data_dir
+from ..runtime.resources import data_dir
 from .manifest import score
 from .report import Findings, print_report
 from .runner import CrewResult, run_crew, stderr_progress

@@ -10,6 +10,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from .runtime import Runtime
+    from ._setup import Runtime
 
 active: Runtime | None = None

@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TextIO
 
-from ..alerting import FiringAlert
+from .alerting import FiringAlert
 from .manifest import Incident, Score
 from .runner import CrewResult
 

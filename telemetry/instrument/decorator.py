@@ -18,14 +18,14 @@ import sys
 from collections.abc import AsyncGenerator, Awaitable, Callable, Generator, Iterable
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar, overload
 
-from . import _state
+from ..runtime import active as _state
 from .call import Call
-from .exceptions import ConfigurationError
-from .recorder import begin, enter, finish, leave
+from ..exceptions import ConfigurationError
+from ._recorder import begin, enter, finish, leave
 from .spec import OutcomeFn, ReadbackFn, ToolSpec, build_spec
 
 if TYPE_CHECKING:
-    from .runtime import Runtime
+    from ..runtime import Runtime
 
 P = ParamSpec("P")
 R = TypeVar("R")

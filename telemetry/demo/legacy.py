@@ -15,8 +15,8 @@ import secrets
 from typing import Any
 
 from .. import conventions as c
-from ..call import Call, current_call
-from ..decorator import instrument_tool
+from ..instrument import Call, current_call
+from ..instrument import instrument_tool
 from ..guards._checks import digest
 from ..guards.delegation import Delegations
 from ..guards.envelope import refusal

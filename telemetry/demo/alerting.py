@@ -37,9 +37,9 @@ from typing import Any, Protocol
 
 from prometheus_client import CollectorRegistry
 
-from . import conventions as c
-from .exceptions import ConfigurationError
-from .resources import data_dir
+from .. import conventions as c
+from ..exceptions import ConfigurationError
+from ..runtime.resources import data_dir
 
 __all__ = [
     "DEFAULT_MINUTES",

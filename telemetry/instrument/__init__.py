@@ -1,0 +1,33 @@
+"""The per-call path: ``@instrument_tool``, the call it records, and the agent context.
+
+Everything a decorated call does lives here: the decision made once at decoration time
+(:mod:`.spec`), the wrappers for the four function kinds (:mod:`.decorator`), the call object a
+tool body can talk to (:mod:`.call`), the agent and tool-call-id context (:mod:`.context`), how a
+result or exception is classified (:mod:`.classify`), and the span and counters written for each
+call (``_recorder``). It reads the active runtime but never configures one, and it knows nothing
+of guards or forensics.
+"""
+
+from .call import Call, Readback, current_call
+from .classify import ResultClass, classify_result
+from .context import AgentContext, agent, current_agent, current_tool_call_id, tool_call_id
+from .decorator import SPEC_ATTRIBUTE, instrument_tool
+from .spec import OutcomeFn, ReadbackFn, ToolSpec
+
+__all__ = [
+    "AgentContext",
+    "Call",
+    "OutcomeFn",
+    "Readback",
+    "ReadbackFn",
+    "ResultClass",
+    "SPEC_ATTRIBUTE",
+    "ToolSpec",
+    "agent",
+    "classify_result",
+    "current_agent",
+    "current_call",
+    "current_tool_call_id",
+    "instrument_tool",
+    "tool_call_id",
+]
