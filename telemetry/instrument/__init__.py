@@ -11,8 +11,8 @@ of guards or forensics.
 from .call import Call, Readback, current_call
 from .classify import ResultClass, classify_result
 from .context import AgentContext, agent, current_agent, current_tool_call_id, tool_call_id
-from .decorator import SPEC_ATTRIBUTE, instrument_tool
-from .spec import OutcomeFn, ReadbackFn, ToolSpec
+from .decorator import SPEC_ATTRIBUTE, instrument_tool, instrument_with
+from .spec import OutcomeFn, ReadbackFn, ToolOptions, ToolSpec
 
 __all__ = [
     "AgentContext",
@@ -22,6 +22,7 @@ __all__ = [
     "ReadbackFn",
     "ResultClass",
     "SPEC_ATTRIBUTE",
+    "ToolOptions",
     "ToolSpec",
     "agent",
     "classify_result",
@@ -29,5 +30,6 @@ __all__ = [
     "current_call",
     "current_tool_call_id",
     "instrument_tool",
+    "instrument_with",
     "tool_call_id",
 ]

@@ -22,7 +22,7 @@ from ..runtime import active as _state
 from .call import Call
 from ..exceptions import ConfigurationError
 from ._recorder import begin, enter, finish, leave
-from .spec import OutcomeFn, ReadbackFn, ToolSpec, build_spec
+from .spec import OutcomeFn, ReadbackFn, ToolOptions, ToolSpec, build_spec
 
 if TYPE_CHECKING:
     from ..runtime import Runtime
@@ -247,20 +247,7 @@ def instrument_tool(
 ) -> Callable[[Callable[P, R]], Callable[P, R]]: ...
 
 
-def instrument_tool(
-    func: Any = None,
-    /,
-    *,
-    name: str | None = None,
-    kind: str | None = None,
-    read_only: bool | None = None,
-    destructive: bool | None = None,
-    idempotent: bool | None = None,
-    readback: ReadbackFn | None = None,
-    outcome: OutcomeFn | None = None,
-    outcomes: Iterable[str] = (),
-    record_arguments: Iterable[str] = (),
-) -> Any:
+def instrument_tool(func: Any = None, /, **options: Any) -> Any:
     """Record every call of a tool as an ``execute_tool {name}`` span and in the tool counters.
 
     Parameters:
@@ -278,36 +265,31 @@ def instrument_tool(
         record_arguments: argument names whose values go on the span (``tool.argument.NAME``),
             redacted when they look secret and capped in length. Nothing is recorded by default.
 
-    Works bare (``@instrument_tool``) and called (``@instrument_tool(kind="read")``), on
+    The options are :class:`ToolOptions`' fields (the keyword overload above spells them out for
+    type checkers and editors). Works bare (``@instrument_tool``) and called (``@instrument_tool(kind="read")``), on
     functions, methods, ``classmethod`` and ``staticmethod`` objects.
     """
-    options: dict[str, Any] = {
-        "name": name,
-        "kind": kind,
-        "read_only": read_only,
-        "destructive": destructive,
-        "idempotent": idempotent,
-        "readback": readback,
-        "outcome": outcome,
-        "outcomes": outcomes,
-        "record_arguments": record_arguments,
-    }
-
-    def decorate(target: Any) -> Any:
-        if isinstance(target, (classmethod, staticmethod)):
-            inner = target.__func__
-            return type(target)(_wrap(inner, build_spec(inner, **options)))
-        if hasattr(target, SPEC_ATTRIBUTE):
-            raise ConfigurationError(
-                f"{getattr(target, '__name__', target)!r} is already instrumented; apply @instrument_tool once"
-            )
-        if not callable(target):
-            raise ConfigurationError(
-                f"instrument_tool decorates functions, got {target!r}. If another decorator turned the "
-                f"function into a registration object, put @instrument_tool below it (closest to def)."
-            )
-        return _wrap(target, build_spec(target, **options))
-
+    declared = ToolOptions.from_mapping(options, where="instrument_tool")
     if func is not None:
-        return decorate(func)
-    return decorate
+        return instrument_with(func, declared)
+    return lambda target: instrument_with(target, declared)
+
+
+def instrument_with(target: Any, options: ToolOptions) -> Any:
+    """Instrument ``target`` with ``options`` already gathered: the one place that wraps.
+
+    :func:`instrument_tool`, ``telemetry.mcp`` and the framework integrations all end here.
+    """
+    if isinstance(target, (classmethod, staticmethod)):
+        inner = target.__func__
+        return type(target)(_wrap(inner, build_spec(inner, options)))
+    if hasattr(target, SPEC_ATTRIBUTE):
+        raise ConfigurationError(
+            f"{getattr(target, '__name__', target)!r} is already instrumented; apply @instrument_tool once"
+        )
+    if not callable(target):
+        raise ConfigurationError(
+            f"instrument_tool decorates functions, got {target!r}. If another decorator turned the "
+            f"function into a registration object, put @instrument_tool below it (closest to def)."
+        )
+    return _wrap(target, build_spec(target, options))

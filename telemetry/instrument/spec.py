@@ -1,5 +1,8 @@
 """What the decorator decides once, at decoration time, about a tool.
 
+:class:`ToolOptions` is the one definition of what a user may say about a tool; every entry point
+(``instrument_tool``, ``telemetry.mcp.tool``, ``telemetry.mcp.instrument_server``, the framework
+integrations) builds one and hands it to :func:`build_spec`, so a new option is added here alone.
 Everything a call needs that does not depend on the call's arguments lives in :class:`ToolSpec`:
 the span name, the static span attributes, the hints, the bound signature and the set of outcome
 codes allowed on metric labels. A call then does the least possible work.
@@ -7,9 +10,10 @@ codes allowed on metric labels. A call then does the least possible work.
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import warnings
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,6 +32,45 @@ _KIND_DEFAULT_HINTS = {
     c.KIND_SEND: (False, True, False),
     c.KIND_DELEGATE: (False, False, False),
 }
+
+
+@dataclass(frozen=True)
+class ToolOptions:
+    """Everything a user may declare about a tool; see :func:`telemetry.instrument_tool`.
+
+    Frozen and passed along whole, so the entry points never keep parameter lists in step by
+    hand. ``None`` means "not said": the kind's default (or an integration's inference) applies.
+    """
+
+    name: str | None = None
+    kind: str | None = None
+    read_only: bool | None = None
+    destructive: bool | None = None
+    idempotent: bool | None = None
+    readback: ReadbackFn | None = None
+    outcome: OutcomeFn | None = None
+    outcomes: Iterable[str] = ()
+    record_arguments: Iterable[str] = ()
+
+    @classmethod
+    def names(cls) -> frozenset[str]:
+        """The option names, for entry points that take options as a mapping."""
+        return frozenset(f.name for f in dataclasses.fields(cls))
+
+    @classmethod
+    def from_mapping(cls, options: Mapping[str, Any], *, where: str) -> ToolOptions:
+        """Options from keyword arguments or a mapping; an unknown name is a ConfigurationError."""
+        unknown = sorted(set(options) - cls.names())
+        if unknown:
+            raise ConfigurationError(
+                f"{where}: {', '.join(map(repr, unknown))} {'is not an option' if len(unknown) == 1 else 'are not options'} "
+                f"of instrument_tool; the options are {', '.join(sorted(cls.names()))}"
+            )
+        return cls(**options)
+
+    def replace(self, **changes: Any) -> ToolOptions:
+        """A copy with ``changes`` applied (for entry points that decide a name or hints)."""
+        return dataclasses.replace(self, **changes)
 
 
 @dataclass(frozen=True)
@@ -69,20 +112,12 @@ class ToolSpec:
         return outcome if outcome in self.label_outcomes else c.OUTCOME_OTHER
 
 
-def build_spec(
-    func: Callable[..., Any],
-    *,
-    name: str | None,
-    kind: str | None,
-    read_only: bool | None,
-    destructive: bool | None,
-    idempotent: bool | None,
-    readback: ReadbackFn | None,
-    outcome: OutcomeFn | None,
-    outcomes: Iterable[str],
-    record_arguments: Iterable[str],
-) -> ToolSpec:
+def build_spec(func: Callable[..., Any], options: ToolOptions) -> ToolSpec:
     """Validate the decorator's arguments (raising :class:`ConfigurationError`) and build a spec."""
+    name, kind, read_only = options.name, options.kind, options.read_only
+    readback, outcome = options.readback, options.outcome
+    outcomes, record_arguments = options.outcomes, options.record_arguments
+    destructive, idempotent = options.destructive, options.idempotent
     tool_name = name if name is not None else getattr(func, "__name__", None)
     if not isinstance(tool_name, str) or not tool_name:
         raise ConfigurationError(f"instrument_tool needs a non-empty tool name, got {tool_name!r}; pass name=")

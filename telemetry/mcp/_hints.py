@@ -9,12 +9,11 @@ client sees in ``tools/list`` is exactly what the span records.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 
 from mcp_types import ToolAnnotations
 
 from ..exceptions import ConfigurationError
-from ..instrument import ToolSpec
+from ..instrument import ToolOptions, ToolSpec
 
 # decorator hint -> (ToolAnnotations field, wire name)
 _FIELDS = {
@@ -38,7 +37,7 @@ def hints_from_annotations(annotations: ToolAnnotations | None) -> dict[str, boo
     return found
 
 
-def merge_hints(tool_name: str, explicit: Mapping[str, bool | None], annotations: ToolAnnotations | None) -> dict[str, bool | None]:
+def merge_hints(tool_name: str, explicit: ToolOptions, annotations: ToolAnnotations | None) -> dict[str, bool | None]:
     """Hints for the decorator: the explicit ones, filled in from the annotations.
 
     Raises :class:`ConfigurationError` when both say something and disagree.
@@ -46,7 +45,7 @@ def merge_hints(tool_name: str, explicit: Mapping[str, bool | None], annotations
     annotated = hints_from_annotations(annotations)
     merged: dict[str, bool | None] = {}
     for hint, (_field, wire) in _FIELDS.items():
-        given = explicit.get(hint)
+        given = getattr(explicit, hint)
         from_annotations = annotated.get(hint)
         if given is not None and from_annotations is not None and bool(given) != from_annotations:
             raise ConfigurationError(

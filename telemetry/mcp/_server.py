@@ -23,23 +23,19 @@ from __future__ import annotations
 import inspect
 import sys
 import warnings
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, TypeVar, cast
 
 from mcp.server.mcpserver import MCPServer
 from mcp_types import Icon, ToolAnnotations
 
-from ..instrument import SPEC_ATTRIBUTE, instrument_tool
+from ..instrument import SPEC_ATTRIBUTE, instrument_with
 from ..exceptions import ConfigurationError
-from ..instrument import OutcomeFn, ReadbackFn, ToolSpec
+from ..instrument import ToolOptions, ToolSpec
 from ._hints import annotations_for, check_consistent, merge_hints
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-_OPTIONS = frozenset(
-    {"kind", "read_only", "destructive", "idempotent", "readback", "outcome", "outcomes", "record_arguments"}
-)
-"""The ``instrument_tool`` options :func:`instrument_server` accepts per tool."""
 
 
 def _require_server(server: Any, helper: str) -> MCPServer:
@@ -52,25 +48,18 @@ def _require_server(server: Any, helper: str) -> MCPServer:
 def tool(
     server: MCPServer,
     *,
-    name: str | None = None,
     title: str | None = None,
     description: str | None = None,
-    kind: str | None = None,
-    read_only: bool | None = None,
-    destructive: bool | None = None,
-    idempotent: bool | None = None,
-    readback: ReadbackFn | None = None,
-    outcome: OutcomeFn | None = None,
-    outcomes: Iterable[str] = (),
-    record_arguments: Iterable[str] = (),
     annotations: ToolAnnotations | None = None,
     icons: list[Icon] | None = None,
     meta: dict[str, Any] | None = None,
     structured_output: bool | None = None,
+    **options: Any,
 ) -> Callable[[F], F]:
     """Register a function as a tool of ``server`` and instrument it, in the right order.
 
-    The telemetry options are :func:`telemetry.instrument_tool`'s; the MCP options are
+    The telemetry options (``name``, ``kind``, the hints, ``readback`` ...) are
+    :func:`telemetry.instrument_tool`'s (:class:`~telemetry.instrument.spec.ToolOptions`); the MCP options are
     ``MCPServer.tool()``'s. The hints (``read_only``, ``destructive``, ``idempotent``, or
     ``kind``'s defaults) become the tool's annotations in ``tools/list``; hints already in
     ``annotations`` count as given and a contradiction raises :class:`ConfigurationError`.
@@ -80,6 +69,7 @@ def tool(
         def write_state(key: str, value: str, expected_version: str) -> dict[str, Any]: ...
     """
     mcp_server = _require_server(server, "telemetry.mcp.tool")
+    declared = ToolOptions.from_mapping(options, where="telemetry.mcp.tool")
 
     def decorate(fn: F) -> F:
         if hasattr(fn, SPEC_ATTRIBUTE):
@@ -89,25 +79,11 @@ def tool(
             )
         if not callable(fn):
             raise ConfigurationError(f"telemetry.mcp.tool decorates functions, got {fn!r}")
-        tool_name = name if name is not None else getattr(fn, "__name__", None)
+        tool_name = declared.name if declared.name is not None else getattr(fn, "__name__", None)
         if not isinstance(tool_name, str) or not tool_name or tool_name == "<lambda>":
             raise ConfigurationError(f"telemetry.mcp.tool needs a tool name for {fn!r}; pass name=")
-        hints = merge_hints(
-            tool_name,
-            {"read_only": read_only, "destructive": destructive, "idempotent": idempotent},
-            annotations,
-        )
-        wrapper = instrument_tool(
-            name=tool_name,
-            kind=kind,
-            read_only=hints["read_only"],
-            destructive=hints["destructive"],
-            idempotent=hints["idempotent"],
-            readback=readback,
-            outcome=outcome,
-            outcomes=outcomes,
-            record_arguments=record_arguments,
-        )(fn)
+        hints = merge_hints(tool_name, declared, annotations)
+        wrapper = instrument_with(fn, declared.replace(name=tool_name, **hints))
         spec: ToolSpec = getattr(wrapper, SPEC_ATTRIBUTE)
         mcp_server.add_tool(
             wrapper,
@@ -164,24 +140,14 @@ def _stray_wrapper(fn: Any) -> Callable[..., Any] | None:
 
 
 def _instrument_bare(record: Any, options: Mapping[str, Any]) -> Callable[..., Any]:
-    unknown = sorted(set(options) - _OPTIONS)
-    if unknown:
+    declared = ToolOptions.from_mapping(options, where=f"instrument_server (tool {record.name!r})")
+    if declared.name is not None and declared.name != record.name:
         raise ConfigurationError(
-            f"instrument_server: options {unknown} for tool {record.name!r} are not instrument_tool options; "
-            f"use {sorted(_OPTIONS)}"
+            f"instrument_server: tool {record.name!r} cannot be renamed to {declared.name!r}; clients call it "
+            f"by its MCP name, so drop name= from its options"
         )
-    hints = merge_hints(record.name, {h: options.get(h) for h in ("read_only", "destructive", "idempotent")}, record.annotations)
-    wrapper: Callable[..., Any] = instrument_tool(
-        name=record.name,
-        kind=options.get("kind"),
-        read_only=hints["read_only"],
-        destructive=hints["destructive"],
-        idempotent=hints["idempotent"],
-        readback=options.get("readback"),
-        outcome=options.get("outcome"),
-        outcomes=options.get("outcomes", ()),
-        record_arguments=options.get("record_arguments", ()),
-    )(record.fn)
+    hints = merge_hints(record.name, declared, record.annotations)
+    wrapper: Callable[..., Any] = instrument_with(record.fn, declared.replace(name=record.name, **hints))
     return wrapper
 
 
