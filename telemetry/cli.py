@@ -14,6 +14,9 @@ Make the failures that look like success visible: transport ok, outcome not ok.
 commands:
   forensics   find divergent reads, lost updates, dropped constraints, stale sends ... in
               OTLP JSON trace files (run 'outcome-telemetry forensics --help')
+  audit       the six yeses (scoped, idempotent, version-bound, previewable, read-back
+              verified, observable) and the schema lint, for Python tools, MCP servers and
+              traces (run 'outcome-telemetry audit --help')
   demo        run the scripted crew: every failure story, guarded and legacy, then the findings
   quickstart  a 10-second example: three tools, real spans and counters
   paths       print where the shipped SQL queries, Grafana dashboards and alert rules are
@@ -34,7 +37,7 @@ def main(argv: list[str] | None = None) -> int:
         description=DESCRIPTION,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("command", nargs="?", choices=["forensics", "demo", "quickstart", "paths"], help=argparse.SUPPRESS)
+    parser.add_argument("command", nargs="?", choices=["forensics", "audit", "demo", "quickstart", "paths"], help=argparse.SUPPRESS)
     parser.add_argument("--version", action="store_true", help="print the version and exit")
     if not args or args[0] in ("-h", "--help"):
         parser.print_help()
@@ -49,6 +52,10 @@ def main(argv: list[str] | None = None) -> int:
         from .forensics.cli import main as forensics_main
 
         return forensics_main(rest)
+    if command == "audit":
+        from .audit.cli import main as audit_main
+
+        return audit_main(rest)
     if command == "demo":
         from .demo.cli import main as demo_main
 
@@ -63,7 +70,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if command == "paths":
         return _paths()
-    parser.error(f"unknown command {command!r}; choose from forensics, demo, quickstart, paths")
+    parser.error(f"unknown command {command!r}; choose from forensics, audit, demo, quickstart, paths")
     return 2  # unreachable: parser.error exits
 
 

@@ -24,3 +24,8 @@ class ForensicsInputError(TelemetryError, ValueError):
 class GuardError(TelemetryError):
     """A guard's operator-facing API was misused (for example a forced write without an
     operator identity). Tool-facing refusals are envelopes, never exceptions."""
+
+
+class AuditTargetError(TelemetryError, ValueError):
+    """An audit target cannot be loaded (no such module or attribute, not a tool, an MCP server
+    that does not start or answer); the message names the target and what to pass instead."""

@@ -227,7 +227,8 @@ class Delegations:
 
     # --- registering and delegating --------------------------------------------------------
 
-    @instrument_tool(name=c.TOOL_REGISTER_TASK, kind=c.KIND_DELEGATE, readback=_task_readback)
+    # Idempotent: the same task again with the same ledger is a no-op, a different one is refused.
+    @instrument_tool(name=c.TOOL_REGISTER_TASK, kind=c.KIND_DELEGATE, idempotent=True, readback=_task_readback)
     @refuse_when_busy
     def register_task(
         self,

@@ -53,7 +53,7 @@ from ._checks import BadInput
 from .envelope import busy_refusal, refusal
 from .sqlite import SQLiteStore, StoreBusy
 
-__all__ = ["IdempotencyKeys"]
+__all__ = ["KEY_PARAMETER_ATTRIBUTE", "IdempotencyKeys"]
 
 logger = logging.getLogger("telemetry")
 
@@ -80,6 +80,13 @@ _RUNNING, _DONE = "running", "done"
 _SECRET_NAME = "idempotency.hmac_key"
 _SKIPPED_PARAMETERS = frozenset({"self", "cls"})
 
+KEY_PARAMETER_ATTRIBUTE: Final = "__outcome_telemetry_idempotency_key__"
+"""Set on every function :meth:`IdempotencyKeys.idempotent` guards: the name of its key parameter.
+
+``functools.wraps`` copies it onto the wrappers above (``@instrument_tool`` included), so a tool
+audit can tell a key that is deduplicated on from a parameter that is merely called ``request_id``.
+"""
+
 
 class IdempotencyKeys:
     """Stores the outcome of each keyed call in a :class:`SQLiteStore`; see the module docstring."""
@@ -95,6 +102,12 @@ class IdempotencyKeys:
         self.retry_after_seconds = float(retry_after_seconds)
         store.ensure_schema(SCHEMA_NAME, DDL)
         self._secret = self._hash_secret()
+        self._guarded: list[Callable[..., Any]] = []
+
+    @property
+    def guarded(self) -> tuple[Callable[..., Any], ...]:
+        """The functions :meth:`idempotent` decorated, as it returned them (before any decorator above)."""
+        return tuple(self._guarded)
 
     def _hash_secret(self) -> bytes:
         """The store's HMAC key for key and payload hashes, made once per database.
@@ -159,7 +172,7 @@ class IdempotencyKeys:
                     await asyncio.to_thread(guard.complete, ticket, result)
                     return result
 
-                return async_wrapper  # type: ignore[return-value]
+                return self._mark(async_wrapper, key_param)  # type: ignore[return-value]
 
             @functools.wraps(func)
             def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -174,9 +187,14 @@ class IdempotencyKeys:
                 guard.complete(ticket, result)
                 return result
 
-            return wrapper  # type: ignore[return-value]
+            return self._mark(wrapper, key_param)  # type: ignore[return-value]
 
         return decorate
+
+    def _mark(self, wrapper: Callable[..., Any], key_param: str) -> Callable[..., Any]:
+        setattr(wrapper, KEY_PARAMETER_ATTRIBUTE, key_param)
+        self._guarded.append(wrapper)
+        return wrapper
 
 
 class _Ticket:

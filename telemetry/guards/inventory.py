@@ -125,6 +125,10 @@ class ScopedTools:
         """
         return success(tools=self._registry.inventory(self.scopes))
 
+    def inventory(self) -> list[dict[str, Any]]:
+        """What ``list_tools`` returns under ``tools``, without calling (and recording) the tool."""
+        return self._registry.inventory(self.scopes)
+
     def get(self, name: str) -> Callable[..., Any] | None:
         """The tool named ``name`` if these scopes allow it, else None (also for unknown names)."""
         entry = self._registry._allowed(name, self.scopes)

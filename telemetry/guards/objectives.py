@@ -166,7 +166,8 @@ class Objectives:
 
     # --- the tools -------------------------------------------------------------------------
 
-    @instrument_tool(name=c.TOOL_PUBLISH_OBJECTIVE, kind=c.KIND_WRITE, readback=_version_readback)
+    # Idempotent: publishing a second time is refused (supersede_objective changes an objective).
+    @instrument_tool(name=c.TOOL_PUBLISH_OBJECTIVE, kind=c.KIND_WRITE, idempotent=True, readback=_version_readback)
     @refuse_when_busy
     def publish_objective(self, task_id: str, text: str) -> dict[str, Any]:
         """Publish a task's first objective; returns its ``version``. A second publication of the

@@ -209,7 +209,8 @@ class Planner:
             f"commit_plan with plan_id={plan_id!r} before {_iso(now + ttl)}.",
         )
 
-    @instrument_tool(name="commit_plan", kind=c.KIND_WRITE, outcomes=(c.OUTCOME_POSTCONDITION_FAILED,))
+    # Idempotent: the plan id is the commit's key; a second commit replays the first result.
+    @instrument_tool(name="commit_plan", kind=c.KIND_WRITE, idempotent=True, outcomes=(c.OUTCOME_POSTCONDITION_FAILED,))
     @refuse_when_busy
     def commit_plan(self, plan_id: str, agent_id: str | None = None) -> dict[str, Any]:
         """Run a plan made by ``plan_change`` on exactly the objects it matched.

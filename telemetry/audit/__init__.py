@@ -1,0 +1,47 @@
+"""Audit a tool surface: the six yeses before write access, and the schema lint.
+
+``outcome-telemetry audit`` (:mod:`.cli`) answers, for every tool an agent may call, whether it
+is scoped, idempotent, version-bound, previewable, read-back verified and semantically observable,
+each with evidence and a fix, and lints its JSON Schema. Targets are Python tools
+(:mod:`.targets`, schemas built by :mod:`.schema`), MCP servers (:mod:`.mcp_listing`) and trace
+files (:mod:`.traces`); :mod:`.checks` and :mod:`.lint` decide, :mod:`.report` holds the result
+(and its JSON), :mod:`.table` and :mod:`.sarif` print it. See ``docs/audit.md``.
+
+    >>> from telemetry.audit import audit_tools          # doctest: +SKIP
+    >>> report = audit_tools([store.read_state, store.write_state])
+    >>> report.failed()
+    False
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .model import CHECKS, NO, NOT_APPLICABLE, YES, Answer, Finding, ToolAudit, ToolModel
+from .report import SCHEMA_ID, AuditReport, TargetInfo, run_audit
+from .sarif import to_sarif
+from .targets import tools_of
+
+
+def audit_tools(obj: Any, *, label: str = "python") -> AuditReport:
+    """Audit Python tools given as objects (anything a ``module:attribute`` target may name)."""
+    models = tools_of(obj, label)
+    return run_audit(models, [TargetInfo(label, "python", len(models))])
+
+
+__all__ = [
+    "CHECKS",
+    "NO",
+    "NOT_APPLICABLE",
+    "SCHEMA_ID",
+    "YES",
+    "Answer",
+    "AuditReport",
+    "Finding",
+    "TargetInfo",
+    "ToolAudit",
+    "ToolModel",
+    "audit_tools",
+    "run_audit",
+    "to_sarif",
+]

@@ -1,0 +1,133 @@
+"""What the audit knows about one tool, and what it concludes: the shared vocabulary of the package.
+
+Every target (a Python function, a guards object, an MCP server's listing, trace files) is turned
+into :class:`ToolModel` values: the tool's name, description and JSON Schema, plus what it
+*declares* (our ``kind`` and hints, MCP annotations, an idempotency guard, a read-back, scopes).
+The checks turn a model into six :class:`Answer` values and the lint into :class:`Finding` values.
+Nothing here runs a tool.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+YES: Final = "yes"
+NO: Final = "no"
+NOT_APPLICABLE: Final = "not_applicable"
+VERDICTS: Final = (YES, NO, NOT_APPLICABLE)
+
+SCOPED: Final = "scoped"
+IDEMPOTENT: Final = "idempotent"
+VERSION_BOUND: Final = "version_bound"
+PREVIEWABLE: Final = "previewable"
+READBACK_VERIFIED: Final = "readback_verified"
+SEMANTICALLY_OBSERVABLE: Final = "semantically_observable"
+CHECKS: Final = (SCOPED, IDEMPOTENT, VERSION_BOUND, PREVIEWABLE, READBACK_VERIFIED, SEMANTICALLY_OBSERVABLE)
+"""The six questions, in the order the table shows them."""
+
+CRITICAL: Final = "critical"
+WARNING: Final = "warning"
+INFO: Final = "info"
+SEVERITIES: Final = (CRITICAL, WARNING, INFO)
+
+FROM_DECLARATION: Final = "declaration"
+"""The answer rests on what the tool declares (decorator options, annotations, a guard)."""
+FROM_INFERENCE: Final = "inference"
+"""The answer rests on the tool's name and parameters: nothing declared it."""
+FROM_TRACES: Final = "traces"
+"""The answer rests on what the tool's spans show it did."""
+
+
+@dataclass(frozen=True)
+class Source:
+    """Where a Python tool is defined (for SARIF and for the person fixing it)."""
+
+    file: str
+    line: int
+
+
+@dataclass
+class ToolModel:
+    """One tool as a target presents it. ``None`` always means "not declared", never "false"."""
+
+    name: str
+    target: str
+    """The target it came from, as given on the command line."""
+    description: str = ""
+    input_schema: dict[str, Any] = field(default_factory=dict)
+    declared_kind: str | None = None
+    """Our ``kind`` (``read``/``write``/``send``/``delegate``) when a declaration says it."""
+    kind_source: str = ""
+    """Which declaration said the kind: ``@instrument_tool``, MCP annotations, spans' ``tool.kind``."""
+    read_only: bool | None = None
+    destructive: bool | None = None
+    idempotent: bool | None = None
+    readback: bool | None = None
+    """A read-back is declared (True), declared absent (False), or unknown (None)."""
+    readback_evidence: str = ""
+    instrumented: bool | None = None
+    idempotency_key: str | None = None
+    """The parameter an idempotency guard deduplicates on, when a guard is visible."""
+    scopes: tuple[str, ...] | None = None
+    """The scopes a credential needs to see the tool, when it is served through a scoped inventory."""
+    source: Source | None = None
+    notes: list[str] = field(default_factory=list)
+    from_traces_only: bool = False
+
+
+@dataclass(frozen=True)
+class Answer:
+    """One of the six answers for one tool, with what it rests on and how to turn a no into a yes."""
+
+    check: str
+    verdict: str
+    evidence: str
+    fix: str | None = None
+    basis: tuple[str, ...] = (FROM_DECLARATION,)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"answer": self.verdict, "evidence": self.evidence, "fix": self.fix, "basis": list(self.basis)}
+
+
+@dataclass(frozen=True)
+class Finding:
+    """A problem with a code, a severity, the tool and parameter it is about, and a concrete fix."""
+
+    code: str
+    rule: str
+    severity: str
+    tool: str
+    message: str
+    fix: str
+    parameter: str | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "code": self.code,
+            "rule": self.rule,
+            "severity": self.severity,
+            "tool": self.tool,
+            "parameter": self.parameter,
+            "message": self.message,
+            "fix": self.fix,
+        }
+
+
+@dataclass
+class ToolAudit:
+    """A tool with its decided kind, its six answers and its findings."""
+
+    tool: ToolModel
+    kind: str
+    kind_basis: str
+    """``declared (...)`` or ``inferred from ...``: says which."""
+    answers: dict[str, Answer]
+    check_findings: dict[str, list[Finding]]
+    """The findings behind each no, by check."""
+    lint_findings: list[Finding]
+
+    @property
+    def findings(self) -> list[Finding]:
+        """Every finding of this tool: the noes' first, in check order, then the lint's."""
+        return [f for name in CHECKS for f in self.check_findings.get(name, [])] + self.lint_findings

@@ -1,0 +1,233 @@
+"""What the tools did, from their spans: the evidence that can overrule what they declare.
+
+Trace files are loaded through :func:`telemetry.forensics.open_traces` (every format forensics
+reads). Per tool name the audit counts: spans carrying an outcome, successful writes whose
+read-back was ``skipped`` or ``error``, calls carrying an expected or policy version, an
+idempotency key or a plan id, and the agents that called it. ``idempotency_conflicts`` gives the
+repeated executions (one key and payload that ran twice), and an optional scopes file
+(``{"agent id or glob": ["tool", ...]}``) turns the agents into scope violations. Values from
+traces are bound as query parameters, never pasted into SQL.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .. import conventions as c
+from ..exceptions import AuditTargetError, ForensicsInputError
+from ..forensics import open_traces
+from .checks import finding
+from .model import (
+    CRITICAL,
+    FROM_TRACES,
+    IDEMPOTENT,
+    NO,
+    NOT_APPLICABLE,
+    PREVIEWABLE,
+    READBACK_VERIFIED,
+    SCOPED,
+    SEMANTICALLY_OBSERVABLE,
+    VERSION_BOUND,
+    YES,
+    Answer,
+    Finding,
+)
+
+_PER_TOOL = """
+SELECT tool_name,
+       min(tool_kind) AS kind,
+       count(*) AS calls,
+       count(outcome) AS with_outcome,
+       count(*) FILTER (WHERE coalesce(tool_kind, '') <> $read AND outcome = $ok) AS ok_writes,
+       count(*) FILTER (WHERE coalesce(tool_kind, '') <> $read AND outcome = $ok
+                          AND readback IN ($skipped, $error)) AS unverified,
+       count(*) FILTER (WHERE state_version_expected IS NOT NULL OR policy_version IS NOT NULL) AS versioned,
+       count(*) FILTER (WHERE idempotency_key_hash IS NOT NULL) AS keyed,
+       count(*) FILTER (WHERE plan_id IS NOT NULL) AS planned,
+       count(*) FILTER (WHERE deduplicated) AS replays
+FROM spans WHERE tool_name IS NOT NULL
+GROUP BY tool_name ORDER BY tool_name
+"""
+_BY_AGENT = """
+SELECT tool_name, agent_id, count(*) AS calls FROM spans
+WHERE tool_name IS NOT NULL AND agent_id IS NOT NULL GROUP BY ALL ORDER BY tool_name, agent_id
+"""
+_REPEATED_KINDS = ("repeated_execution", "conflict_accepted")
+
+
+@dataclass
+class ToolTraces:
+    """One tool's behaviour in the traces."""
+
+    name: str
+    kind: str | None
+    calls: int
+    with_outcome: int
+    ok_writes: int
+    unverified: int
+    versioned: int
+    keyed: int
+    planned: int
+    replays: int
+    repeated: int = 0
+    unpersisted: int = 0
+    """Accepted writes that the next read showed did not persist, whatever their read-back said."""
+    agents: dict[str, int] = field(default_factory=dict)
+    violations: dict[str, int] = field(default_factory=dict)
+    """Agents that called it outside their declared scope, with how often."""
+
+
+@dataclass
+class TraceEvidence:
+    """Every tool seen in the traces, and how many spans were read."""
+
+    paths: list[str]
+    spans: int
+    tools: dict[str, ToolTraces]
+    scopes_declared: bool
+    warnings: list[str]
+
+
+def load_scopes(path: str) -> dict[str, list[str]]:
+    """A scopes file: a JSON object mapping an agent id (or a glob of them) to the tools it may call."""
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise AuditTargetError(f"--scopes {path!r}: cannot read it as JSON: {exc}") from exc
+    if not isinstance(data, dict) or not all(
+        isinstance(k, str) and isinstance(v, list) and all(isinstance(t, str) for t in v) for k, v in data.items()
+    ):
+        raise AuditTargetError(f'--scopes {path!r} must be a JSON object like {{"billing-*": ["charge_card"]}}')
+    return data
+
+
+def _allowed(agent: str, tool: str, scopes: Mapping[str, Sequence[str]]) -> bool | None:
+    matched = [tools for pattern, tools in scopes.items() if fnmatch.fnmatchcase(agent, pattern)]
+    if not matched:
+        return None  # no declared scope for this agent: nothing to violate
+    return any(tool in tools for tools in matched)
+
+
+def collect(paths: Sequence[str], scopes: Mapping[str, Sequence[str]] | None = None) -> TraceEvidence:
+    """Read ``paths`` (files, directories, globs) and summarise each tool's spans."""
+    params = {"read": c.KIND_READ, "ok": c.OUTCOME_OK, "skipped": c.READBACK_SKIPPED, "error": c.READBACK_ERROR}
+    try:
+        forensics = open_traces(paths)
+    except ForensicsInputError as exc:
+        raise AuditTargetError(f"--traces {' '.join(paths)}: {exc}") from exc
+    with forensics:
+        con = forensics.connection
+        cursor = con.execute(_PER_TOOL, params)
+        columns = [d[0] for d in cursor.description]
+        tools = {row[0]: ToolTraces(*row) for row in (tuple(r) for r in cursor.fetchall())}
+        assert columns[0] == "tool_name"
+        for row in forensics.run("idempotency_conflicts"):
+            if row["kind"] in _REPEATED_KINDS and row["tool_name"] in tools:
+                tools[row["tool_name"]].repeated += 1
+        for row in forensics.run("unpersisted_writes"):
+            if row["tool_name"] in tools:
+                tools[row["tool_name"]].unpersisted += 1
+        for tool, agent, calls in con.execute(_BY_AGENT).fetchall():
+            entry = tools[tool]
+            entry.agents[agent] = calls
+            if scopes is not None and _allowed(agent, tool, scopes) is False:
+                entry.violations[agent] = calls
+        return TraceEvidence(list(paths), forensics.load_report.spans, tools, scopes is not None,
+                             forensics.load_report.warnings())
+
+
+def _share(part: int, whole: int) -> str:
+    return f"{part} of {whole} ({100.0 * part / whole:.0f}%)"
+
+
+def answers_from(ev: ToolTraces, scopes_declared: bool, *, bulk: str | None) -> dict[str, tuple[Answer, list[Finding]] | None]:
+    """What the spans say for each check (None: the spans say nothing about it)."""
+    name, writes = ev.name, ev.kind not in (None, c.KIND_READ)
+    out: dict[str, tuple[Answer, list[Finding]] | None] = dict.fromkeys(
+        (SCOPED, IDEMPOTENT, VERSION_BOUND, PREVIEWABLE, READBACK_VERIFIED, SEMANTICALLY_OBSERVABLE))
+
+    def no(check: str, code: str, why: str, fix: str, severity: str | None = None) -> tuple[Answer, list[Finding]]:
+        return Answer(check, NO, why, fix, (FROM_TRACES,)), [finding(code, name, why, fix, severity=severity)]
+
+    def yes(check: str, why: str) -> tuple[Answer, list[Finding]]:
+        return Answer(check, YES, why, None, (FROM_TRACES,)), []
+
+    agents = ", ".join(sorted(ev.agents)[:5]) + (" ..." if len(ev.agents) > 5 else "")
+    if ev.violations:
+        who = ", ".join(f"{a} ({n})" for a, n in sorted(ev.violations.items())[:5])
+        out[SCOPED] = no(SCOPED, "AUD101", f"traces: called outside the caller's declared scope by {who}",
+                         "serve each agent registry.scoped(its scopes), so the tool is absent from its inventory",
+                         CRITICAL)
+    elif scopes_declared and ev.agents:
+        out[SCOPED] = yes(SCOPED, f"traces: every caller ({agents}) is within its declared scope")
+    if ev.repeated:
+        out[IDEMPOTENT] = no(IDEMPOTENT, "AUD102", f"traces: {ev.repeated} repeated execution(s): one key and payload "
+                             f"ran again instead of returning the first outcome", "guard it with IdempotencyKeys."
+                             "idempotent() on the key it already takes", CRITICAL)
+    elif writes and ev.replays:
+        out[IDEMPOTENT] = yes(IDEMPOTENT, f"traces: {ev.replays} retried call(s) were deduplicated")
+    if ev.unpersisted:
+        out[READBACK_VERIFIED] = no(READBACK_VERIFIED, "AUD105", f"traces: {ev.unpersisted} accepted write(s) did not "
+                                    f"persist (the next read showed another version), whatever the read-back said",
+                                    "read back from the source of truth, not a cache the write just filled", CRITICAL)
+    elif writes and ev.ok_writes:
+        if ev.unverified:
+            out[READBACK_VERIFIED] = no(READBACK_VERIFIED, "AUD105", f"traces: {_share(ev.unverified, ev.ok_writes)} "
+                                        f"successful writes had a skipped or error read-back",
+                                        "give it a readback= that reads the source of truth (and cannot raise)")
+        else:
+            out[READBACK_VERIFIED] = yes(READBACK_VERIFIED, f"traces: all {ev.ok_writes} successful writes were read back")
+    if ev.with_outcome < ev.calls:
+        out[SEMANTICALLY_OBSERVABLE] = no(SEMANTICALLY_OBSERVABLE, "AUD106", f"traces: {_share(ev.calls - ev.with_outcome, ev.calls)} "
+                                          f"spans carry no {c.TOOL_OUTCOME}", "record it with @instrument_tool")
+    else:
+        out[SEMANTICALLY_OBSERVABLE] = yes(SEMANTICALLY_OBSERVABLE, f"traces: all {ev.calls} spans carry {c.TOOL_OUTCOME}")
+    if writes and ev.kind == c.KIND_WRITE and ev.ok_writes:
+        if ev.versioned:
+            out[VERSION_BOUND] = yes(VERSION_BOUND, f"traces: {_share(ev.versioned, ev.calls)} calls carried the version "
+                                     f"they were built on")
+        elif ev.planned:
+            out[VERSION_BOUND] = yes(VERSION_BOUND, f"traces: {ev.planned} call(s) committed a plan bound to versions")
+    if writes and ev.planned:
+        out[PREVIEWABLE] = yes(PREVIEWABLE, f"traces: {ev.planned} call(s) ran a plan")
+    elif writes and bulk is not None:
+        out[PREVIEWABLE] = no(PREVIEWABLE, "AUD104", f"traces: no call ran a plan, and {bulk}",
+                              "split it into a plan and commit_plan(plan_id) (telemetry.guards.Planner)")
+    return out
+
+
+def merge(static: tuple[Answer, list[Finding]], traced: tuple[Answer, list[Finding]] | None,
+          *, traces_only: bool) -> tuple[Answer, list[Finding]]:
+    """One answer from the declaration and the spans: what a tool did overrules what it declares."""
+    s_answer, s_findings = static
+    if traced is None:
+        if traces_only:
+            note = f"only traces were audited, and they do not show it; {s_answer.evidence}"
+            return Answer(s_answer.check, s_answer.verdict, note, s_answer.fix, s_answer.basis), [
+                Finding(f.code, f.rule, f.severity, f.tool, note, f.fix, f.parameter) for f in s_findings]
+        return static
+    t_answer, t_findings = traced
+    if traces_only:
+        return traced
+    basis = tuple(dict.fromkeys(s_answer.basis + t_answer.basis))
+    evidence = f"{s_answer.evidence}; {t_answer.evidence}"
+    if t_answer.verdict == NO:
+        fix = s_answer.fix or t_answer.fix
+        severity = max((f.severity for f in s_findings + t_findings), key=lambda s: s == CRITICAL)
+        base = (s_findings or t_findings)[0]
+        merged = Finding(base.code, base.rule, severity, base.tool, evidence, fix or base.fix, base.parameter)
+        return Answer(s_answer.check, NO, evidence, fix, basis), [merged]
+    if s_answer.verdict == NOT_APPLICABLE:
+        return static
+    return Answer(s_answer.check, s_answer.verdict, evidence, s_answer.fix, basis), s_findings
+
+
+def describe(ev: TraceEvidence) -> dict[str, Any]:
+    """The JSON summary of what was read."""
+    return {"paths": ev.paths, "spans": ev.spans, "tools": len(ev.tools), "scopes_declared": ev.scopes_declared,
+            "warnings": ev.warnings}
