@@ -171,6 +171,10 @@ def answers_from(ev: ToolTraces, scopes_declared: bool, *, bulk: str | None) -> 
                              "idempotent() on the key it already takes", CRITICAL)
     elif writes and ev.replays:
         out[IDEMPOTENT] = yes(IDEMPOTENT, f"traces: {ev.replays} retried call(s) were deduplicated")
+    elif writes and ev.calls and ev.keyed == ev.calls:
+        out[IDEMPOTENT] = yes(IDEMPOTENT, f"traces: all {ev.calls} calls carried an idempotency key, none ran twice")
+    elif ev.kind == c.KIND_WRITE and ev.calls and ev.versioned == ev.calls:
+        out[IDEMPOTENT] = yes(IDEMPOTENT, f"traces: all {ev.calls} calls were compare-and-set on an expected version")
     if ev.unpersisted:
         out[READBACK_VERIFIED] = no(READBACK_VERIFIED, "AUD105", f"traces: {ev.unpersisted} accepted write(s) did not "
                                     f"persist (the next read showed another version), whatever the read-back said",
@@ -187,7 +191,7 @@ def answers_from(ev: ToolTraces, scopes_declared: bool, *, bulk: str | None) -> 
                                           f"spans carry no {c.TOOL_OUTCOME}", "record it with @instrument_tool")
     else:
         out[SEMANTICALLY_OBSERVABLE] = yes(SEMANTICALLY_OBSERVABLE, f"traces: all {ev.calls} spans carry {c.TOOL_OUTCOME}")
-    if writes and ev.kind == c.KIND_WRITE and ev.ok_writes:
+    if ev.kind in (c.KIND_WRITE, c.KIND_SEND) and ev.ok_writes:
         if ev.versioned:
             out[VERSION_BOUND] = yes(VERSION_BOUND, f"traces: {_share(ev.versioned, ev.calls)} calls carried the version "
                                      f"they were built on")

@@ -18,6 +18,7 @@ from .manifest import score
 from .report import Findings, print_report
 from .runner import CrewResult, run_crew, stderr_progress
 from .scenarios import MODES, SCENARIOS
+from .surfaces import audit_summary
 
 EPILOG = """\
 scenarios: """ + ", ".join(SCENARIOS) + """
@@ -112,6 +113,7 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(_summary(result, findings, alerts, skipped), indent=2, default=str))
     else:
         print_report(result, findings, alerts, skipped, sys.stdout)
+        print(audit_summary())
     ok = findings.score.precision == 1.0 and findings.score.recall == 1.0
     if ns.serve and result.runtime is not None:
         print(_serve_instructions(result), flush=True)
