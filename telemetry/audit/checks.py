@@ -14,7 +14,6 @@ from .. import conventions as c
 from . import infer
 from .infer import Param
 from .model import (
-    CRITICAL,
     FROM_DECLARATION,
     FROM_INFERENCE,
     IDEMPOTENT,
@@ -25,29 +24,12 @@ from .model import (
     SCOPED,
     SEMANTICALLY_OBSERVABLE,
     VERSION_BOUND,
-    WARNING,
     YES,
     Answer,
     Finding,
     ToolModel,
 )
-
-RULES: dict[str, tuple[str, str, str]] = {
-    # code: (rule, default severity, what it prevents)
-    "AUD101": ("not-scoped", WARNING, "an agent can reach tools it was never meant to have"),
-    "AUD102": ("not-idempotent", WARNING, "a retried write makes a second change"),
-    "AUD103": ("not-version-bound", CRITICAL, "a write built on a stale read is applied over a newer value"),
-    "AUD104": ("not-previewable", WARNING, "a bulk or destructive write runs before anyone saw what it would touch"),
-    "AUD105": ("no-readback", WARNING, "a write that did not persist as sent still reports success"),
-    "AUD106": ("not-observable", WARNING, "a 200 that did the wrong thing looks like every other 200"),
-    "SCH207": ("send-without-policy-version", CRITICAL, "a message drafted against a superseded policy is sent"),
-}
-
-
-def finding(code: str, tool: str, message: str, fix: str, parameter: str | None = None, severity: str | None = None) -> Finding:
-    rule, default, _ = RULES[code]
-    return Finding(code, rule, severity or default, tool, message, fix, parameter)
-
+from .rules import finding
 
 Check = Callable[[ToolModel, str, list[Param], Collection[str]], tuple[Answer, list[Finding]]]
 

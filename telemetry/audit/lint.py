@@ -15,27 +15,11 @@ from typing import Final
 from .. import conventions as c
 from . import infer
 from .infer import Param
-from .model import CRITICAL, INFO, WARNING, Finding, ToolModel
+from .model import Finding, ToolModel
+from .rules import finding
 
-LINT_RULES: Final[dict[str, tuple[str, str, str]]] = {
-    # code: (rule, severity, what it prevents)
-    "SCH200": ("guard-bypass", CRITICAL, "a refused model finds the switch that turns the guard off"),
-    "SCH201": ("unbounded-number", WARNING, "a model sends limit=10000 or a negative amount"),
-    "SCH202": ("enum-candidate", WARNING, "a model invents a value the tool does not know"),
-    "SCH203": ("missing-description", WARNING, "a model guesses what a tool or parameter means"),
-    "SCH204": ("one-word-description", WARNING, "a description that names a thing without its contract"),
-    "SCH205": ("generic-name", WARNING, "among many tools a bare verb is picked for the wrong intent"),
-    "SCH206": ("optional-changes-write", WARNING, "an optional knob changes what is written, one more axis to get wrong"),
-    "SCH208": ("delegation-without-constraints", CRITICAL, "a hand-off paraphrases the constraints away"),
-    "SCH209": ("id-without-format", INFO, "a model passes a name or a guess where an id is wanted"),
-}
 MANY_TOOLS: Final = 5
 """A surface with at least this many tools makes a generic name ambiguous."""
-
-
-def _finding(code: str, tool: str, message: str, fix: str, parameter: str | None = None) -> Finding:
-    rule, severity, _ = LINT_RULES[code]
-    return Finding(code, rule, severity, tool, message, fix, parameter)
 
 
 def _bounded(p: Param) -> bool:
@@ -60,16 +44,16 @@ def lint(model: ToolModel, kind: str, surface: Collection[str]) -> list[Finding]
     params = infer.parameters(model.input_schema)
     out: list[Finding] = []
     if not description:
-        out.append(_finding("SCH203", name, "the tool has no description: the model sees only its name",
+        out.append(finding("SCH203", name, "the tool has no description: the model sees only its name",
                             "describe what it does, what it returns, and what to do with each error"))
     elif len(description.split()) < 2:
-        out.append(_finding("SCH204", name, f"the tool's description is one word ({description[:40]!r})",
+        out.append(finding("SCH204", name, f"the tool's description is one word ({description[:40]!r})",
                             "say what it does, what it returns, and what it does not do"))
     if name.lower() in infer.GENERIC_NAMES and len(surface) >= MANY_TOOLS:
-        out.append(_finding("SCH205", name, f"{name!r} is a bare verb among {len(surface)} tools",
+        out.append(finding("SCH205", name, f"{name!r} is a bare verb among {len(surface)} tools",
                             f"name the noun: e.g. {name.lower()}_support_tickets, not {name!r}"))
     if kind == c.KIND_DELEGATE and not any(p.is_array and p.name.lower() in infer.CONSTRAINT_NAMES for p in params):
-        out.append(_finding("SCH208", name, "a hand-off with no constraint list: the constraints travel as free text "
+        out.append(finding("SCH208", name, "a hand-off with no constraint list: the constraints travel as free text "
                             "and get paraphrased away", "take constraints: list of {id, text} carried verbatim and "
                             "waived_constraints with reasons, as telemetry.guards.Delegations.delegate does"))
     for p in params:
@@ -81,29 +65,29 @@ def _param_findings(model: ToolModel, kind: str, p: Param, tool_description: str
     name = model.name
     out: list[Finding] = []
     if infer.is_bypass(p):
-        out.append(_finding("SCH200", name, f"boolean {p.name!r} lets a caller switch the guard off",
+        out.append(finding("SCH200", name, f"boolean {p.name!r} lets a caller switch the guard off",
                             "remove it; make forcing a separate operator-only tool with the operator's identity", p.name))
     if p.is_number and not _bounded(p):
-        out.append(_finding("SCH201", name, f"{p.name!r} is a number with no minimum and maximum",
+        out.append(finding("SCH201", name, f"{p.name!r} is a number with no minimum and maximum",
                             f"bound it: Annotated[int, Field(ge=..., le=...)] (minimum/maximum in the schema)", p.name))
     if p.is_string and not _has_set(p) and (
         p.name.lower() in infer.ENUM_NAMES or (p.description and infer.ENUM_TEXT.search(p.description))
     ):
-        out.append(_finding("SCH202", name, f"{p.name!r} is a free string, but its name or description implies a "
+        out.append(finding("SCH202", name, f"{p.name!r} is a free string, but its name or description implies a "
                             f"small set", f"make it an enum: Literal['a', 'b', ...] lists the values in the schema", p.name))
     if not p.description and not infer.mentioned(p.name, tool_description):
-        out.append(_finding("SCH203", name, f"{p.name!r} has no description and the tool's description does not "
+        out.append(finding("SCH203", name, f"{p.name!r} has no description and the tool's description does not "
                             f"mention it", f"describe it: Annotated[..., Field(description='...')] or a sentence "
                             f"in the docstring naming it", p.name))
     elif p.description and len(p.description.split()) < 2:
-        out.append(_finding("SCH204", name, f"{p.name!r} is described in one word ({p.description[:40]!r})",
+        out.append(finding("SCH204", name, f"{p.name!r} is described in one word ({p.description[:40]!r})",
                             "say what the value is, where it comes from, and its format", p.name))
     if (kind != c.KIND_READ and not p.required and p.name.lower() not in infer.METADATA_NAMES
             and not infer.is_bypass(p)):
-        out.append(_finding("SCH206", name, f"optional {p.name!r} changes what this {kind} does when given",
+        out.append(finding("SCH206", name, f"optional {p.name!r} changes what this {kind} does when given",
                             f"make {p.name!r} required, or split the tool by intent so each call has one shape", p.name))
     if p.is_string and _is_id(p.name) and not _has_set(p) and "pattern" not in p.schema and "format" not in p.schema \
             and not (p.description and infer.ID_HINT.search(p.description)):
-        out.append(_finding("SCH209", name, f"id {p.name!r} has no format hint (no pattern, format or example)",
+        out.append(finding("SCH209", name, f"id {p.name!r} has no format hint (no pattern, format or example)",
                             f"add a pattern (e.g. Field(pattern=r'^task-[0-9a-f]{{16}}$')) or say in its description where the id comes from", p.name))
     return out

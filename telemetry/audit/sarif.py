@@ -13,8 +13,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from .. import __version__
-from .checks import RULES
-from .lint import LINT_RULES
+from .rules import RULES
 from .model import CRITICAL, INFO, WARNING, Finding, ToolAudit
 from .report import AuditReport
 
@@ -22,7 +21,6 @@ SARIF_VERSION: Final = "2.1.0"
 SARIF_SCHEMA: Final = "https://json.schemastore.org/sarif-2.1.0.json"
 LEVELS: Final = {CRITICAL: "error", WARNING: "warning", INFO: "note"}
 SRCROOT: Final = "SRCROOT"
-ALL_RULES: Final = {**RULES, **LINT_RULES}
 
 
 def _rules() -> list[dict[str, Any]]:
@@ -35,7 +33,7 @@ def _rules() -> list[dict[str, Any]]:
             "help": {"text": "See docs/audit.md for the check and how to fix it with outcome-telemetry."},
             "defaultConfiguration": {"level": LEVELS[severity]},
         }
-        for code, (rule, severity, prevents) in sorted(ALL_RULES.items())
+        for code, (rule, severity, prevents) in sorted(RULES.items())
     ]
 
 

@@ -46,6 +46,8 @@ def input_schema(func: Callable[..., Any], name: str) -> tuple[dict[str, Any], l
     except (TypeError, ValueError) as exc:
         raise AuditTargetError(f"cannot read the signature of tool {name!r}: {exc}") from exc
     fields: dict[str, Any] = {}
+    wire_names: dict[str, str] = {}  # field name -> the parameter name clients send
+    raw: dict[str, Any] = {}  # parameter name -> its annotation, before any alias
     for param in sig.parameters.values():
         if param.name in _SKIPPED:
             continue
@@ -54,13 +56,15 @@ def input_schema(func: Callable[..., Any], name: str) -> tuple[dict[str, Any], l
             continue
         annotation: Any = param.annotation
         if annotation is inspect.Parameter.empty:
-            annotation = Annotated[Any, pydantic.WithJsonSchema({"type": "string"})]
+            annotation = Annotated[Any, pydantic.WithJsonSchema({"title": param.name, "type": "string"})]
         field_name = param.name
+        raw[param.name] = annotation
         if hasattr(pydantic.BaseModel, field_name):  # e.g. ``schema``: alias it, as the SDK does
             annotation = Annotated[annotation, pydantic.Field(alias=param.name)]
             field_name = f"field_{param.name}"
         default = ... if param.default is inspect.Parameter.empty else param.default
         fields[field_name] = (annotation, default)
+        wire_names[field_name] = param.name
     config = pydantic.ConfigDict(arbitrary_types_allowed=True)
     try:
         model = pydantic.create_model(f"{name}Arguments", __config__=config, **fields)
@@ -71,10 +75,10 @@ def input_schema(func: Callable[..., Any], name: str) -> tuple[dict[str, Any], l
                      f"those parameters are listed without a type")
     properties: dict[str, Any] = {}
     required = []
-    for field_name, (annotation, default) in fields.items():
-        wire = field_name[len("field_"):] if field_name.startswith("field_") else field_name
+    for field_name, (_annotated, default) in fields.items():
+        wire = wire_names[field_name]
         try:
-            properties[wire] = pydantic.TypeAdapter(annotation).json_schema()
+            properties[wire] = pydantic.TypeAdapter(raw[wire]).json_schema()
         except Exception:
             properties[wire] = {}
         if default is ...:

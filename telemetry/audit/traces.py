@@ -21,7 +21,7 @@ from typing import Any
 from .. import conventions as c
 from ..exceptions import AuditTargetError, ForensicsInputError
 from ..forensics import open_traces
-from .checks import finding
+from .rules import finding
 from .model import (
     CRITICAL,
     FROM_TRACES,
