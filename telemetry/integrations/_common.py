@@ -84,9 +84,11 @@ class Selection:
         return ToolOptions(
             name=name,
             kind=kind,
+            read_only=stated.get("read_only"),
+            destructive=stated.get("destructive"),
+            idempotent=stated.get("idempotent"),
             readback=self.readbacks.get(name),
             exceptions=self.exceptions,
-            **stated,
         )
 
     def instrument(self, name: str, func: Callable[..., Any], hints: Mapping[str, bool] | None = None) -> Any:
@@ -107,19 +109,27 @@ class Selection:
             )
 
 
-_run_ids: weakref.WeakKeyDictionary[Any, str] = weakref.WeakKeyDictionary()
+_run_ids: dict[int, tuple[weakref.ref[Any], str]] = {}
 
 
 def run_id_for(owner: Any) -> str | None:
     """One fresh id per ``owner`` (an object that lives exactly as long as one framework run).
 
-    For frameworks that have a run but no id for it. None when ``owner`` cannot be weakly
-    referenced (then the call keeps whatever context it has).
+    For frameworks that have a run but no id for it. Keyed by identity through a weak reference,
+    so unhashable owners work and an id is forgotten with its owner. None when ``owner`` cannot
+    be weakly referenced (the call then keeps whatever context it has).
     """
+    key = id(owner)
+    found = _run_ids.get(key)
+    if found is not None and found[0]() is owner:
+        return found[1]
+    def forget(_ref: weakref.ref[Any]) -> None:
+        _run_ids.pop(key, None)
+
     try:
-        found = _run_ids.get(owner)
-        if found is None:
-            found = _run_ids[owner] = "run_" + uuid.uuid4().hex
-        return found
+        ref = weakref.ref(owner, forget)
     except TypeError:
         return None
+    run_id = "run_" + uuid.uuid4().hex
+    _run_ids[key] = (ref, run_id)
+    return run_id
