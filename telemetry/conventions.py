@@ -121,6 +121,9 @@ OUTCOME_FORCED: Final = "forced"
 """A guard was bypassed by an operator: the write happened, and the span says who forced it."""
 OUTCOME_IN_PROGRESS: Final = "in_progress"
 """An idempotency key is claimed by a call that has not finished yet: retry after a pause."""
+OUTCOME_RETRY_REQUESTED: Final = "retry_requested"
+"""The tool asked the model to call it again with better arguments (pydantic-ai's ``ModelRetry``):
+the tool worked, the model's request did not."""
 OUTCOME_OTHER: Final = "other"
 """Metric label for an outcome outside the vocabulary and the tool's declared set."""
 
@@ -142,6 +145,7 @@ OUTCOMES: Final = frozenset(
         OUTCOME_NOT_FOUND,
         OUTCOME_FORCED,
         OUTCOME_IN_PROGRESS,
+        OUTCOME_RETRY_REQUESTED,
     }
 )
 

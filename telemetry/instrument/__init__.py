@@ -10,7 +10,7 @@ of guards or forensics.
 
 from .call import Call, Readback, current_call
 from .classify import ResultClass, classify_result
-from .context import AgentContext, agent, current_agent, current_tool_call_id, tool_call_id
+from .context import AgentContext, agent, current_agent, current_tool_call_id, framework_context, tool_call_id
 from .decorator import SPEC_ATTRIBUTE, instrument_tool, instrument_with
 from .spec import OutcomeFn, ReadbackFn, ToolOptions, ToolSpec
 
@@ -29,6 +29,7 @@ __all__ = [
     "current_agent",
     "current_call",
     "current_tool_call_id",
+    "framework_context",
     "instrument_tool",
     "instrument_with",
     "tool_call_id",

@@ -86,7 +86,8 @@ def begin(spec: ToolSpec, runtime: Runtime, args: tuple[Any, ...], kwargs: dict[
         if agent is not None or call_id is not None:
             attributes = dict(attributes)
             if agent is not None:
-                attributes[c.GEN_AI_AGENT_ID] = agent.agent_id
+                if agent.agent_id:
+                    attributes[c.GEN_AI_AGENT_ID] = agent.agent_id
                 if agent.conversation_id is not None:
                     attributes[c.GEN_AI_CONVERSATION_ID] = agent.conversation_id
             if call_id is not None:
@@ -164,7 +165,9 @@ def finish(call: Call, runtime: Runtime, exc: BaseException | None, result: Any 
     status_code: int | None = None
     error_type: str | None = None
     if exc is not None:
-        transport, outcome = c.TRANSPORT_ERROR, c.OUTCOME_ERROR
+        mapped = spec.exception_outcome(exc)
+        transport = c.TRANSPORT_ERROR if mapped is None else c.TRANSPORT_OK
+        outcome = c.OUTCOME_ERROR if mapped is None else mapped
         readback = c.READBACK_NOT_APPLICABLE if spec.read_only else c.READBACK_SKIPPED
         error_type = error_type_of(exc)
     else:

@@ -20,7 +20,11 @@ from ..exceptions import ConfigurationError
 
 @dataclass(frozen=True)
 class AgentContext:
-    """The calling agent and, when known, the crew run (conversation) it belongs to."""
+    """The calling agent and, when known, the crew run (conversation) it belongs to.
+
+    ``agent_id`` is empty only when a framework integration knew the run but not the agent's
+    name; the span then carries the conversation id alone.
+    """
 
     agent_id: str
     conversation_id: str | None = None
@@ -80,3 +84,39 @@ def tool_call_id(call_id: str) -> Iterator[str]:
         yield call_id
     finally:
         _current_call_id.reset(token)
+
+
+@contextmanager
+def framework_context(
+    agent_id: str | None, conversation_id: str | None, call_id: str | None
+) -> Iterator[None]:
+    """What an agent framework knows about a tool call, used where the user said nothing.
+
+    The framework integrations wrap each tool dispatch in this block. An enclosing
+    :func:`agent` block keeps its agent id and conversation id (a missing conversation id is
+    filled in), and an enclosing :func:`tool_call_id` block keeps its id: what the user set
+    explicitly always wins. Empty or non-string values are ignored, never raised about: they
+    come from a framework, not from the user.
+    """
+    outer = _current_agent.get()
+    agent_id = outer.agent_id if outer is not None else _text(agent_id)
+    conversation_id = (outer.conversation_id if outer is not None else None) or _text(conversation_id)
+    agent_token = None
+    if (agent_id is not None or conversation_id is not None) and (
+        outer is None or outer.conversation_id != conversation_id
+    ):
+        # An empty agent id carries a conversation whose agent the framework did not name.
+        agent_token = _current_agent.set(AgentContext(agent_id or "", conversation_id))
+    call_id = None if _current_call_id.get() is not None else _text(call_id)
+    call_token = _current_call_id.set(call_id) if call_id is not None else None
+    try:
+        yield
+    finally:
+        if call_token is not None:
+            _current_call_id.reset(call_token)
+        if agent_token is not None:
+            _current_agent.reset(agent_token)
+
+
+def _text(value: object) -> str | None:
+    return value if isinstance(value, str) and value else None

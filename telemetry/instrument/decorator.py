@@ -15,7 +15,7 @@ from __future__ import annotations
 import functools
 import inspect
 import sys
-from collections.abc import AsyncGenerator, Awaitable, Callable, Generator, Iterable
+from collections.abc import AsyncGenerator, Awaitable, Callable, Generator, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar, overload
 
 from ..runtime import active as _state
@@ -244,6 +244,7 @@ def instrument_tool(
     outcome: OutcomeFn | None = None,
     outcomes: Iterable[str] = (),
     record_arguments: Iterable[str] = (),
+    exceptions: Mapping[type[BaseException], str] | None = None,
 ) -> Callable[[Callable[P, R]], Callable[P, R]]: ...
 
 
@@ -264,6 +265,11 @@ def instrument_tool(func: Any = None, /, **options: Any) -> Any:
         outcomes: extra outcome codes this tool may report; others become ``other`` on labels.
         record_arguments: argument names whose values go on the span (``tool.argument.NAME``),
             redacted when they look secret and capped in length. Nothing is recorded by default.
+        exceptions: ``{ExceptionClass: "outcome_code"}`` for exceptions that are the tool's
+            answer rather than a failure to run (a framework's "ask the model to retry"): such an
+            exception (or a subclass; the nearest class wins) is recorded as transport ``ok``
+            with that outcome, and still propagates unchanged. The codes count as declared
+            ``outcomes``. Checked at decoration time.
 
     The options are :class:`ToolOptions`' fields (the keyword overload above spells them out for
     type checkers and editors). Works bare (``@instrument_tool``) and called (``@instrument_tool(kind="read")``), on

@@ -51,6 +51,7 @@ class ToolOptions:
     outcome: OutcomeFn | None = None
     outcomes: Iterable[str] = ()
     record_arguments: Iterable[str] = ()
+    exceptions: Mapping[type[BaseException], str] | None = None
 
     @classmethod
     def names(cls) -> frozenset[str]:
@@ -87,6 +88,8 @@ class ToolSpec:
     outcomes: frozenset[str]
     record_arguments: tuple[str, ...]
     signature: inspect.Signature
+    exceptions: Mapping[type[BaseException], str] = field(default_factory=dict)
+    """Exception class to outcome code: such an exception is transport ``ok`` with that outcome."""
     span_name: str = field(init=False)
     static_attributes: dict[str, Any] = field(init=False)
     label_outcomes: frozenset[str] = field(init=False)
@@ -105,7 +108,17 @@ class ToolSpec:
                 c.TOOL_IDEMPOTENT: self.idempotent,
             },
         )
-        object.__setattr__(self, "label_outcomes", c.OUTCOMES | self.outcomes)
+        object.__setattr__(self, "label_outcomes", c.OUTCOMES | self.outcomes | frozenset(self.exceptions.values()))
+
+    def exception_outcome(self, exc: BaseException) -> str | None:
+        """The outcome declared for ``exc``'s class or its nearest base class, or None."""
+        if not self.exceptions:
+            return None
+        for cls in type(exc).__mro__:
+            code = self.exceptions.get(cls)
+            if code is not None:
+                return code
+        return None
 
     def outcome_label(self, outcome: str) -> str:
         """The metric label for ``outcome``: itself when known, else ``other``."""
@@ -138,6 +151,7 @@ def build_spec(func: Callable[..., Any], options: ToolOptions) -> ToolSpec:
     for code in declared:
         if not isinstance(code, str) or not code or len(code) > 64:
             raise ConfigurationError(f"tool {tool_name!r}: declared outcome {code!r} must be a short non-empty string")
+    exceptions = _exception_outcomes(tool_name, options.exceptions)
     try:
         signature = inspect.signature(func)
     except (TypeError, ValueError) as exc:
@@ -164,4 +178,29 @@ def build_spec(func: Callable[..., Any], options: ToolOptions) -> ToolSpec:
         outcomes=declared,
         record_arguments=recorded,
         signature=signature,
+        exceptions=exceptions,
     )
+
+
+def _exception_outcomes(tool_name: str, declared: Mapping[type[BaseException], str] | None) -> dict[type[BaseException], str]:
+    """Validate ``exceptions={ExcClass: "outcome_code"}``: classes map to short outcome codes.
+
+    ``ok`` is refused: an exception that means success is a tool that should return instead.
+    """
+    if declared is None:
+        return {}
+    if not isinstance(declared, Mapping):
+        raise ConfigurationError(
+            f"tool {tool_name!r}: exceptions takes a mapping of exception class to outcome code, got {declared!r}"
+        )
+    checked: dict[type[BaseException], str] = {}
+    for cls, code in declared.items():
+        if not isinstance(cls, type) or not issubclass(cls, BaseException):
+            raise ConfigurationError(f"tool {tool_name!r}: exceptions key {cls!r} is not an exception class")
+        if not isinstance(code, str) or not code or len(code) > 64 or code == c.OUTCOME_OK:
+            raise ConfigurationError(
+                f"tool {tool_name!r}: exceptions[{cls.__name__}] = {code!r} must be a short non-empty outcome "
+                f"code other than {c.OUTCOME_OK!r} (for example {c.OUTCOME_TOOL_ERROR!r})"
+            )
+        checked[cls] = code
+    return checked

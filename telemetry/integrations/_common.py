@@ -1,0 +1,135 @@
+"""What every framework integration shares: per-tool options, hint inference, run ids.
+
+An integration finds a framework's tools, asks :class:`Selection` for each tool's
+:class:`~telemetry.instrument.ToolOptions`, and hands the tool's function to
+:func:`telemetry.instrument.instrument_with` (the one place that wraps) unless it is
+instrumented already. The per-call context (call id, run, agent name) comes from the framework
+through :func:`telemetry.instrument.framework_context`.
+"""
+
+from __future__ import annotations
+
+import uuid
+import weakref
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+from ..exceptions import ConfigurationError
+from ..instrument import SPEC_ATTRIBUTE, ReadbackFn, ToolOptions, instrument_with
+
+# MCP tool annotation names (wire and SDK attribute spellings) to the decorator's hints.
+_HINTS = {
+    "read_only": ("readOnlyHint", "read_only_hint"),
+    "destructive": ("destructiveHint", "destructive_hint"),
+    "idempotent": ("idempotentHint", "idempotent_hint"),
+}
+
+
+def hints_from(annotations: Any) -> dict[str, bool]:
+    """The MCP-style hints an annotation mapping or object states (unstated ones left out).
+
+    Frameworks carry MCP ``ToolAnnotations`` as an object (``read_only_hint``) or as metadata
+    (``{"readOnlyHint": true}``); both spellings are read. Non-boolean values are ignored.
+    """
+    if annotations is None:
+        return {}
+    found: dict[str, bool] = {}
+    for hint, names in _HINTS.items():
+        for name in names:
+            value = annotations.get(name) if isinstance(annotations, Mapping) else getattr(annotations, name, None)
+            if isinstance(value, bool):
+                found[hint] = value
+                break
+    return found
+
+
+def is_instrumented(func: Any) -> bool:
+    """True when ``func`` (or the function of a bound method) already carries a tool spec."""
+    return func is not None and hasattr(func, SPEC_ATTRIBUTE)
+
+
+class Selection:
+    """The options an ``instrument(...)`` call was given, checked once, looked up per tool.
+
+    ``kinds`` and ``readbacks`` are keyed by the tool name the model sees; ``exceptions`` maps
+    exception classes to outcome codes on top of the framework's defaults.
+    """
+
+    def __init__(
+        self,
+        where: str,
+        *,
+        kinds: Mapping[str, str] | None,
+        readbacks: Mapping[str, ReadbackFn] | None,
+        exceptions: Mapping[type[BaseException], str] | None,
+        defaults: Mapping[type[BaseException], str],
+    ) -> None:
+        for label, given in (("kinds", kinds), ("readbacks", readbacks), ("exceptions", exceptions)):
+            if given is not None and not isinstance(given, Mapping):
+                raise ConfigurationError(f"{where}: {label} must be a mapping, got {given!r}")
+        self.where = where
+        self.kinds = dict(kinds or {})
+        self.readbacks = dict(readbacks or {})
+        self.exceptions = {**defaults, **(exceptions or {})}
+        self.seen: set[str] = set()
+
+    def options(self, name: str, hints: Mapping[str, bool] | None = None) -> ToolOptions:
+        """The options for tool ``name``: its kind and read-back if given, hints inferred."""
+        self.seen.add(name)
+        stated = dict(hints or {})
+        kind = self.kinds.get(name)
+        if kind is not None:
+            # An explicit kind decides; hints that contradict it would be refused by build_spec.
+            stated = {}
+        return ToolOptions(
+            name=name,
+            kind=kind,
+            read_only=stated.get("read_only"),
+            destructive=stated.get("destructive"),
+            idempotent=stated.get("idempotent"),
+            readback=self.readbacks.get(name),
+            exceptions=self.exceptions,
+        )
+
+    def instrument(self, name: str, func: Callable[..., Any], hints: Mapping[str, bool] | None = None) -> Any:
+        """``func`` instrumented as tool ``name``, or ``func`` itself when it already is."""
+        if is_instrumented(func):
+            self.seen.add(name)
+            return func
+        return instrument_with(func, self.options(name, hints))
+
+    def check_all_named(self, names: Iterable[str]) -> None:
+        """Refuse ``kinds``/``readbacks`` entries naming no tool (a typo would go unnoticed)."""
+        known = set(names) | self.seen
+        unknown = sorted((set(self.kinds) | set(self.readbacks)) - known)
+        if unknown:
+            raise ConfigurationError(
+                f"{self.where}: {', '.join(map(repr, unknown))} named in kinds/readbacks is not a tool here; "
+                f"the tools are {', '.join(sorted(known)) or '(none)'}"
+            )
+
+
+_run_ids: dict[int, tuple[weakref.ref[Any], str]] = {}
+
+
+def run_id_for(owner: Any) -> str | None:
+    """One fresh id per ``owner`` (an object that lives exactly as long as one framework run).
+
+    For frameworks that have a run but no id for it. Keyed by identity through a weak reference,
+    so unhashable owners work and an id is forgotten with its owner. None when ``owner`` cannot
+    be weakly referenced (the call then keeps whatever context it has).
+    """
+    key = id(owner)
+    found = _run_ids.get(key)
+    if found is not None and found[0]() is owner:
+        return found[1]
+    def forget(_ref: weakref.ref[Any]) -> None:
+        _run_ids.pop(key, None)
+
+    try:
+        ref = weakref.ref(owner, forget)
+    except TypeError:
+        return None
+    run_id = "run_" + uuid.uuid4().hex
+    _run_ids[key] = (ref, run_id)
+    return run_id

@@ -1,0 +1,186 @@
+"""OpenAI Agents SDK: instrument(agent) over whole Runner loops driven by a scripted Model (no network, tracing off)."""
+
+from __future__ import annotations
+
+import ast
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("agents", reason="install outcome-telemetry[openai-agents]")
+
+from agents import Agent, ModelResponse, RunConfig, Runner, Usage, function_tool
+from agents.models.interface import Model
+from agents.models.openai_responses import Converter
+from openai.types.responses import ResponseFunctionToolCall, ResponseOutputMessage, ResponseOutputText
+
+import telemetry
+from telemetry import conventions as c
+from telemetry import instrument_tool
+from telemetry.exceptions import ConfigurationError
+from telemetry.integrations import openai_agents as otel_agents
+from telemetry.testing import Capture
+
+from .integration_support import KEY, assert_stale_write_story, attrs, ours, state_store, tool_spans_by_name, write_traces
+
+NO_TRACING = RunConfig(tracing_disabled=True)
+
+
+def _call(name: str, args: dict[str, Any], call_id: str) -> ResponseFunctionToolCall:
+    return ResponseFunctionToolCall(type="function_call", name=name, arguments=json.dumps(args), call_id=call_id, id=f"fc_{call_id}")
+
+
+def _text(text: str) -> ResponseOutputMessage:
+    return ResponseOutputMessage(
+        type="message", id="msg_1", role="assistant", status="completed",
+        content=[ResponseOutputText(type="output_text", text=text, annotations=[])],
+    )
+
+
+class ScriptedModel(Model):
+    """A Model whose replies a function computes from the input items; it records the tools it was shown."""
+
+    def __init__(self, script: Any) -> None:
+        self.script = script
+        self.shown: list[str] = []
+
+    async def get_response(self, system_instructions: Any, input: Any, model_settings: Any, tools: Any, output_schema: Any,
+                           handoffs: Any, tracing: Any, **kwargs: Any) -> ModelResponse:
+        self.shown.append(json.dumps(Converter.convert_tools(tools, handoffs).tools, sort_keys=True, default=repr))
+        items = input if isinstance(input, list) else []
+        return ModelResponse(output=self.script(items), usage=Usage(), response_id=None)
+
+    def stream_response(self, *args: Any, **kwargs: Any) -> Any:  # pragma: no cover - the tests run non-streamed
+        raise NotImplementedError
+
+
+def _returned(items: list[Any]) -> bool:
+    return any(isinstance(i, dict) and i.get("type") == "function_call_output" for i in items)
+
+
+def _outputs(items: list[Any]) -> list[dict[str, Any]]:
+    """The tool outputs so far (the SDK sends a returned dict as its str())."""
+    return [ast.literal_eval(i["output"]) for i in items if isinstance(i, dict) and i.get("type") == "function_call_output"]
+
+
+def lookup(query: str) -> str:
+    """Look something up."""
+    return f"found {query}"
+
+
+@instrument_tool(kind="read")
+def already(x: int) -> int:
+    """A function the user decorated themselves."""
+    return x
+
+
+def charge(amount: float) -> str:
+    """Charge a card."""
+    raise ValueError("card declined")
+
+
+def _agent(tmp_path: Path, capture: Capture, model: Model) -> tuple[Agent[Any], Any]:
+    store = state_store(tmp_path, capture)
+    tools = [function_tool(f) for f in (lookup, already, charge, store.read_state)]
+    tools.append(function_tool(store.write_state, strict_mode=False))  # its value is any JSON: not a strict schema
+    return Agent(name="planner", instructions="plan", model=model, tools=tools), store
+
+
+def test_tools_shown_to_the_model_are_byte_identical(tmp_path: Path, telemetry_capture: Capture) -> None:
+    """The Responses API tool payload (names, descriptions, schemas, strict) is the same after instrument()."""
+    model = ScriptedModel(lambda items: [_text("ok")])
+    agent, _store = _agent(tmp_path, telemetry_capture, model)
+    Runner.run_sync(agent, "hi", run_config=NO_TRACING)
+    assert otel_agents.instrument(agent) is agent
+    Runner.run_sync(agent, "hi", run_config=NO_TRACING)
+    assert model.shown[0] == model.shown[1]
+    assert '"strict": true' in model.shown[0] and '"strict": false' in model.shown[0]
+
+
+def test_each_tool_is_wrapped_once(tmp_path: Path, telemetry_capture: Capture) -> None:
+    """Decorated functions and guards are not wrapped again; a second instrument() changes nothing."""
+    agent, _store = _agent(tmp_path, telemetry_capture, ScriptedModel(lambda items: [_text("ok")]))
+    otel_agents.instrument(agent, kinds={"lookup": "read"})
+    invokers = [t.on_invoke_tool for t in agent.tools]
+    otel_agents.instrument(agent)
+    assert [t.on_invoke_tool for t in agent.tools] == invokers
+    with pytest.raises(ConfigurationError, match="'lokup'"):
+        otel_agents.instrument(agent, kinds={"lokup": "read"})
+
+
+def test_run_records_call_ids_agent_and_one_id_per_run(tmp_path: Path, telemetry_capture: Capture) -> None:
+    """Each span has the model's call id and the agent name; one run shares one conversation id, two runs two."""
+
+    def script(items: list[Any]) -> list[Any]:
+        if _returned(items):
+            return [_text("done")]
+        return [_call("lookup", {"query": "a"}, "call_1"), _call("already", {"x": 3}, "call_2"), _call("charge", {"amount": 5}, "call_3")]
+
+    agent, _store = _agent(tmp_path, telemetry_capture, ScriptedModel(script))
+    otel_agents.instrument(agent)
+    result = Runner.run_sync(agent, "go", run_config=NO_TRACING)
+    assert result.final_output == "done"
+    spans = {attrs(s)[c.GEN_AI_TOOL_NAME]: attrs(s) for s in ours(telemetry_capture.spans())}
+    assert {n: a[c.GEN_AI_TOOL_CALL_ID] for n, a in spans.items()} == {"lookup": "call_1", "already": "call_2", "charge": "call_3"}
+    assert {a[c.GEN_AI_AGENT_ID] for a in spans.values()} == {"planner"}
+    assert len({a[c.GEN_AI_CONVERSATION_ID] for a in spans.values()}) == 1
+    # The SDK turned charge's exception into a message for the model; our span kept the exception.
+    assert (spans["charge"][c.TOOL_TRANSPORT], spans["charge"][c.ERROR_TYPE]) == (c.TRANSPORT_ERROR, "ValueError")
+    first_run = spans["lookup"][c.GEN_AI_CONVERSATION_ID]
+    telemetry_capture.clear()
+    Runner.run_sync(agent, "again", run_config=NO_TRACING)
+    again = {attrs(s)[c.GEN_AI_CONVERSATION_ID] for s in ours(telemetry_capture.spans())}
+    assert len(again) == 1 and first_run not in again
+    telemetry_capture.clear()
+    Runner.run_sync(agent, "grouped", run_config=RunConfig(tracing_disabled=True, group_id="thread-9"))
+    assert {attrs(s)[c.GEN_AI_CONVERSATION_ID] for s in ours(telemetry_capture.spans())} == {"thread-9"}
+
+
+def test_exceptions_option_maps_a_tool_exception(tmp_path: Path, telemetry_capture: Capture) -> None:
+    """exceptions={ValueError: "tool_error"} makes the raised ValueError transport ok with that outcome."""
+    agent, _store = _agent(
+        tmp_path, telemetry_capture,
+        ScriptedModel(lambda items: [_text("done")] if _returned(items) else [_call("charge", {"amount": 1}, "c1")]),
+    )
+    otel_agents.instrument(agent, exceptions={ValueError: c.OUTCOME_TOOL_ERROR})
+    with telemetry.agent("billing"):
+        Runner.run_sync(agent, "go", run_config=NO_TRACING)
+    a = attrs(telemetry_capture.span("charge"))
+    assert (a[c.TOOL_TRANSPORT], a[c.TOOL_OUTCOME], a[c.GEN_AI_AGENT_ID]) == (c.TRANSPORT_OK, c.OUTCOME_TOOL_ERROR, "billing")
+
+
+def test_runner_loop_with_guards_recovers_and_forensics_sees_one_run(tmp_path: Path, telemetry_capture: Capture) -> None:
+    """A stale write is refused and redone within one Runner run; forensics finds it in that run."""
+    holder: dict[str, Any] = {}
+    turn = {"n": 0}
+
+    def script(items: list[Any]) -> list[Any]:
+        turn["n"] += 1
+        n = turn["n"]
+        outputs = _outputs(items)
+        seen = outputs[-1] if outputs else {}
+        if n in (1, 3):
+            return [_call("read_state", {"key": KEY, "agent_id": "planner"}, f"read-{n}")]
+        if n == 2:
+            holder["store"].write_state(KEY, {"steps": ["draft", "colleague"]}, seen["version"], agent_id="colleague")
+        if n in (2, 4):
+            args = {"key": KEY, "value": {"steps": seen["value"]["steps"] + ["planner"]}, "expected_version": seen["version"], "agent_id": "planner"}
+            return [_call("write_state", args, f"write-{n}")]
+        return [_text("done")]
+
+    agent, store = _agent(tmp_path, telemetry_capture, ScriptedModel(script))
+    holder["store"] = store
+    otel_agents.instrument(agent)
+    result = Runner.run_sync(agent, "add your step", run_config=NO_TRACING)
+    assert result.final_output == "done"
+    spans = telemetry_capture.spans()
+    writes = [s for s in tool_spans_by_name(spans, "write_state") if attrs(s).get(c.GEN_AI_AGENT_ID) == "planner"]
+    assert [(attrs(s)[c.TOOL_OUTCOME], attrs(s)[c.GEN_AI_TOOL_CALL_ID]) for s in writes] == [
+        (c.OUTCOME_REJECTED_STALE_VERSION, "write-2"),
+        (c.OUTCOME_OK, "write-4"),
+    ]
+    run_id = attrs(writes[0])[c.GEN_AI_CONVERSATION_ID]
+    assert_stale_write_story(write_traces(tmp_path / "traces.jsonl", spans), run_id)
+    assert store.read_state(KEY)["value"] == {"steps": ["draft", "colleague", "planner"]}
