@@ -104,6 +104,8 @@ checked AS (
     SELECT
         source_file,
         CASE
+            WHEN strlen(CAST(line AS VARCHAR)) > max_line_bytes
+                THEN otlp_refuse('a line is longer than --max-line-bytes (' || max_line_bytes || ' bytes)', source_file)
             WHEN NOT otlp_suspicious(d) THEN d
             WHEN otlp_wrong_type(line, '$.resourceSpans[*].scopeSpans', 'ARRAY')
                 THEN otlp_refuse('"scopeSpans" is not a list', source_file)

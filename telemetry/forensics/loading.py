@@ -156,6 +156,15 @@ class _JsonLoader:
                  size=self._sizes.get(diagnosis.path))
         self._read[diagnosis.path] = target
 
+    def snapshot(self, files: list[Path]) -> None:
+        """Take the one size per file this load reads (appends after it are left for the next load)."""
+        for source in files:
+            self._sizes[source] = source.stat().st_size
+
+    @property
+    def sizes(self) -> dict[Path, int]:
+        return dict(self._sizes)
+
     def _grew(self, source: Path) -> bool:
         """True when a plain file is longer now than when this load began (still being written)."""
         if source.name.lower().endswith((".gz", ".zst")):
@@ -184,6 +193,9 @@ class _JsonLoader:
         if source is None:  # e.g. "Unexpected end of GZIP stream: PATH": the longest path it names
             named = [read for read in by_read if read in str(error)]
             source = by_read[max(named, key=len)] if named else None
+        if source is None:  # e.g. "Failed to decode gzip stream": find the file by walking the compressed ones
+            source = next((src for src, read in self._read.items() if read == src
+                           and src.name.lower().endswith((".gz", ".zst")) and diagnose(src).bad), None)
         if source is None or attempts > 2 * len(self._read) + 1:
             raise ForensicsInputError(f"DuckDB could not read the traces ({error}); {EXPECTED}") from None
         if self._read[source] == source and self._grew(source):  # written to while we read it
@@ -249,7 +261,7 @@ class _JsonLoader:
         started = time.perf_counter()
         self.report.files = len(files)
         for source in files:
-            self._sizes[source] = source.stat().st_size
+            self._sizes.setdefault(source, source.stat().st_size)
             self._read[source] = source
             if truncated_tail(source, self._sizes[source]):
                 self._read_snapshot(source)
@@ -340,10 +352,12 @@ def load(
     if parquet:
         _check_parts(con, parquet)
     if inputs.json_files:
+        loader = _JsonLoader(con, skip_bad_lines, progress, max_line_bytes)
+        loader.snapshot(inputs.json_files)
         if progress:
-            total = sum(p.stat().st_size for p in inputs.json_files)
+            total = sum(loader.sizes.values())
             progress(f"reading {len(inputs.json_files)} JSON-lines file(s), {total / 1e6:,.1f} MB")
-        report = _JsonLoader(con, skip_bad_lines, progress, max_line_bytes).load(inputs.json_files)
+        report = loader.load(inputs.json_files)
         if parquet:
             con.read_parquet(parquet, union_by_name=True).insert_into(SPANS_LOADED)
     elif parquet:
