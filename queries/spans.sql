@@ -319,8 +319,9 @@ CREATE OR REPLACE TEMP MACRO order_uncertain(svc_a, t_a, svc_b, t_b) AS
         WHERE service_name IN (coalesce(svc_a, ''), coalesce(svc_b, '')));
 
 -- Delegation tasks (accepted delegation spans; a task retried or recorded twice counts once: its
--- latest span), scoped to a run like everything else.
-CREATE OR REPLACE TEMP VIEW delegation_tasks AS
+-- latest span), scoped to a run like everything else. A table: the chain views below and the
+-- questions read it several times, and it is small beside the spans.
+CREATE OR REPLACE TEMP TABLE delegation_tasks AS
     SELECT run_id, agent_id, tool_name, start_time, trace_id, span_id, delegation_task_id,
            delegation_origin_task_id, delegation_root_task_id, delegation_hop, constraints_carried,
            constraints_waived
@@ -332,7 +333,7 @@ CREATE OR REPLACE TEMP VIEW delegation_tasks AS
 -- One row per chain (run, root task): whether its root registration is in the evidence, and the
 -- baseline the chain is judged against: the root's constraints, else (root_seen false) the
 -- constraints carried at the earliest hop present (baseline_hop).
-CREATE OR REPLACE TEMP VIEW delegation_chains AS
+CREATE OR REPLACE TEMP TABLE delegation_chains AS
     WITH by_hop AS (
         SELECT run_id, delegation_root_task_id AS root_task_id, delegation_hop,
                bool_or(delegation_task_id = delegation_root_task_id) AS is_root,
