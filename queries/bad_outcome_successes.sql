@@ -3,6 +3,9 @@
 -- tool.transport = ok and tool.outcome present and not ok; guard refusals count too (they are
 -- the prevented half of the same failure). Worst first: the most spans.
 --
+-- Scope: spans are compared only with spans of the same run (run_id: gen_ai.conversation.id, else
+-- the trace id); this question pairs no spans, it counts them per tool and outcome across runs.
+--
 -- Columns: tool_name, outcome, spans, runs, agents, first_seen, last_seen, example_trace_ids
 --   (up to three)
 --

@@ -4,6 +4,9 @@
 -- writes were attempted, how many refused, the ratio, how many agents and runs competed, and the
 -- change against the same key's previous bucket with rejections. Worst first.
 --
+-- Scope: spans are compared only with spans of the same run (run_id: gen_ai.conversation.id, else
+-- the trace id); writes are counted per key and minute across runs, never paired across them.
+--
 -- Columns: state_key, bucket_start, writes, rejected, rejected_ratio, agents, runs,
 --   rejected_change (NULL for a key's first bucket)
 --

@@ -9,16 +9,20 @@
 -- accepted write) before the write. The side whose version differs from that is the stale one.
 -- Only keys read at two or more versions in a run are examined, which keeps this fast.
 --
+-- Scope: spans are compared only with spans of the same run (run_id: gen_ai.conversation.id, else
+-- the trace id); reads and writes are paired within a run.
+--
 -- Columns: run_id, state_key, writer_agent, writer_version, other_agent, other_version,
 --   version_at_write, stale_side ('writer' | 'other'), write_outcome ('rejected_stale_version'
 --   when a guard refused, 'ok' when the stale write went through: a lost update), lost_update,
---   write_time, trace_id, write_span_id
+--   order_uncertain (the write and the other agent's read are closer than the detected clock skew
+--   between their services, so which came first is not known), write_time, trace_id, write_span_id
 --
 -- Example: run r-17, key invoice/42: planner read v3, billing read v4, planner wrote expecting
 --   v3; version_at_write v4, stale_side writer, write_outcome ok (lost_update true).
 WITH all_reads AS (
     SELECT run_id, agent_id, coalesce(agent_id, '') AS agent_key, state_key,
-           state_version_read AS version, start_time_unix_nano AS t
+           state_version_read AS version, start_time_unix_nano AS t, service_name
     FROM spans
     WHERE tool_kind = 'read' AND state_key IS NOT NULL AND state_version_read IS NOT NULL
 ),
@@ -32,7 +36,7 @@ reads AS (
 writes AS (
     SELECT s.run_id, s.agent_id, coalesce(s.agent_id, '') AS agent_key, s.state_key, s.outcome, s.trace_id,
            s.span_id, s.start_time, s.start_time_unix_nano AS t, s.state_version_expected,
-           s.state_version_current, s.state_version_written
+           s.state_version_current, s.state_version_written, s.service_name
     FROM spans s SEMI JOIN divergent_keys d ON d.run_id = s.run_id AND d.state_key = s.state_key
     WHERE s.tool_kind = 'write'
 ),
@@ -53,7 +57,8 @@ observations AS (
     WHERE state_version_written IS NOT NULL AND outcome IN ('ok', 'forced')
 ),
 judged AS (
-    SELECT b.*, coalesce(b.state_version_current, o.version) AS version_at_write
+    SELECT b.* EXCLUDE (service_name), b.service_name AS writer_service,
+           coalesce(b.state_version_current, o.version) AS version_at_write
     FROM based b
     ASOF LEFT JOIN observations o ON o.run_id = b.run_id AND o.state_key = b.state_key AND b.t > o.t
 ),
@@ -62,7 +67,8 @@ others AS (
     SELECT
         j.run_id, j.state_key, j.agent_id AS writer_agent, j.baseline AS writer_version,
         r.agent_id AS other_agent, r.version AS other_version, j.version_at_write,
-        j.outcome AS write_outcome, j.start_time AS write_time, j.trace_id, j.span_id AS write_span_id
+        j.outcome AS write_outcome, j.start_time AS write_time, j.trace_id, j.span_id AS write_span_id,
+        order_uncertain(j.writer_service, j.t, r.service_name, r.t) AS order_uncertain
     FROM judged j
     JOIN reads r
       ON r.run_id = j.run_id AND r.state_key = j.state_key AND r.t < j.t AND r.agent_key <> j.agent_key
@@ -76,6 +82,6 @@ SELECT
     CASE WHEN writer_version = version_at_write THEN 'other' ELSE 'writer' END AS stale_side,
     write_outcome,
     (writer_version IS DISTINCT FROM version_at_write AND write_outcome = 'ok') AS lost_update,
-    write_time, trace_id, write_span_id
+    order_uncertain, write_time, trace_id, write_span_id
 FROM pairs
 ORDER BY lost_update DESC, stale_side DESC, write_time, run_id, state_key, other_agent;

@@ -7,6 +7,9 @@
 -- and payload without being deduplicated (a retry that ran twice: the double charge).
 -- 'replay': tool.deduplicated = true (the guard returned the original result).
 --
+-- Scope: spans are compared only with spans of the same run (run_id: gen_ai.conversation.id, else
+-- the trace id); keys are compared within a run (a key reused in another run is a new request).
+--
 -- Columns: kind, idempotency_key_hash, payload_hash, original_payload_hash, original_id, run_id,
 --   agent_id, tool_name, outcome, start_time, trace_id, span_id
 --
@@ -18,16 +21,16 @@ WITH keyed AS (
         row_number() OVER w AS n
     FROM spans
     WHERE idempotency_key_hash IS NOT NULL AND coalesce(outcome, 'ok') = 'ok' AND NOT deduplicated
-    WINDOW w AS (PARTITION BY idempotency_key_hash ORDER BY start_time_unix_nano, span_id)
+    WINDOW w AS (PARTITION BY run_id, idempotency_key_hash ORDER BY start_time_unix_nano, span_id)
 ),
 firsts AS (
-    SELECT idempotency_key_hash, any_value(first_payload) AS first_payload
-    FROM keyed GROUP BY idempotency_key_hash
+    SELECT run_id, idempotency_key_hash, any_value(first_payload) AS first_payload
+    FROM keyed GROUP BY run_id, idempotency_key_hash
 )
 SELECT 'conflict_refused' AS kind, s.idempotency_key_hash, s.idempotency_payload_hash AS payload_hash,
        f.first_payload AS original_payload_hash, s.idempotency_original_id AS original_id, s.run_id,
        s.agent_id, s.tool_name, s.outcome, s.start_time, s.trace_id, s.span_id
-FROM spans s LEFT JOIN firsts f USING (idempotency_key_hash)
+FROM spans s LEFT JOIN firsts f USING (run_id, idempotency_key_hash)
 WHERE s.outcome = 'duplicate_request'
 UNION ALL
 SELECT 'conflict_accepted', idempotency_key_hash, idempotency_payload_hash, first_payload,
@@ -43,6 +46,6 @@ UNION ALL
 SELECT 'replay', s.idempotency_key_hash, s.idempotency_payload_hash, f.first_payload,
        s.idempotency_original_id, s.run_id, s.agent_id, s.tool_name, s.outcome, s.start_time,
        s.trace_id, s.span_id
-FROM spans s LEFT JOIN firsts f USING (idempotency_key_hash)
+FROM spans s LEFT JOIN firsts f USING (run_id, idempotency_key_hash)
 WHERE s.deduplicated
 ORDER BY kind, start_time, span_id;

@@ -9,21 +9,26 @@
 -- in the run, is not the latest version observed of the key in the run before the write.
 -- The baseline is state.version.expected, else that last read.
 --
+-- Scope: spans are compared only with spans of the same run (run_id: gen_ai.conversation.id, else
+-- the trace id); writes and reads are paired within a run.
+--
 -- Columns: kind, state_key, baseline_version, newer_version (for stale_baseline: the version the
 --   key had moved to; for same_baseline: the overwritten write's state.version.written), run_id,
---   agent_id, write_time, trace_id, span_id, earlier_run_id, earlier_agent_id, earlier_span_id
+--   agent_id, write_time, trace_id, span_id, earlier_run_id, earlier_agent_id, earlier_span_id,
+--   order_uncertain (the write and the write or observation it is judged against are closer than
+--   the detected clock skew between their services)
 --
 -- Example: same_baseline, key cart/9, baseline v7: planner's write at 10:02 and writer's at
 --   10:03 both derived from v7; the planner's update is lost.
 WITH reads AS (
     SELECT run_id, coalesce(agent_id, '') AS agent_key, state_key, state_version_read AS version,
-           start_time_unix_nano AS t
+           start_time_unix_nano AS t, service_name
     FROM spans
     WHERE tool_kind = 'read' AND state_key IS NOT NULL AND state_version_read IS NOT NULL
 ),
 writes AS (
     SELECT run_id, agent_id, coalesce(agent_id, '') AS agent_key, state_key, trace_id, span_id,
-           start_time, start_time_unix_nano AS t, state_version_written, state_version_expected
+           start_time, start_time_unix_nano AS t, state_version_written, state_version_expected, service_name
     FROM spans
     WHERE tool_kind = 'write' AND state_key IS NOT NULL AND outcome IN ('ok', 'forced')
 ),
@@ -45,10 +50,10 @@ accepted AS (
       ON r.run_id = w.run_id AND r.state_key = w.state_key AND r.agent_key = w.agent_key AND w.t > r.t
 ),
 observations AS (
-    SELECT run_id, state_key, version, t FROM reads
+    SELECT run_id, state_key, version, t, service_name FROM reads
     SEMI JOIN unguarded_keys k ON k.run_id = reads.run_id AND k.state_key = reads.state_key
     UNION ALL
-    SELECT run_id, state_key, state_version_written, t FROM writes
+    SELECT run_id, state_key, state_version_written, t, service_name FROM writes
     SEMI JOIN unguarded_keys k ON k.run_id = writes.run_id AND k.state_key = writes.state_key
     WHERE state_version_written IS NOT NULL
 ),
@@ -60,7 +65,8 @@ shared_keys AS (
 shared AS (
     SELECT a.run_id, a.state_key, a.baseline, arg_min(a.span_id, a.t) AS first_span_id,
            arg_min(a.run_id, a.t) AS first_run_id, arg_min(a.agent_id, a.t) AS first_agent_id,
-           arg_min(a.state_version_written, a.t) AS first_written
+           arg_min(a.state_version_written, a.t) AS first_written, min(a.t) AS first_t,
+           arg_min(a.service_name, a.t) AS first_service
     FROM accepted a
     SEMI JOIN shared_keys k ON k.run_id = a.run_id AND k.state_key = a.state_key AND k.baseline = a.baseline
     GROUP BY a.run_id, a.state_key, a.baseline
@@ -69,7 +75,8 @@ same_baseline AS (
     SELECT 'same_baseline' AS kind, a.state_key, a.baseline AS baseline_version,
            s.first_written AS newer_version, a.run_id, a.agent_id, a.start_time AS write_time,
            a.trace_id, a.span_id, s.first_run_id AS earlier_run_id,
-           s.first_agent_id AS earlier_agent_id, s.first_span_id AS earlier_span_id
+           s.first_agent_id AS earlier_agent_id, s.first_span_id AS earlier_span_id,
+           order_uncertain(a.service_name, a.t, s.first_service, s.first_t) AS order_uncertain
     FROM accepted a
     JOIN shared s ON s.run_id = a.run_id AND s.state_key = a.state_key AND s.baseline = a.baseline
     WHERE a.span_id <> s.first_span_id
@@ -78,7 +85,7 @@ stale_baseline AS (
     SELECT 'stale_baseline' AS kind, a.state_key, a.baseline AS baseline_version,
            o.version AS newer_version, a.run_id, a.agent_id, a.start_time AS write_time,
            a.trace_id, a.span_id, NULL AS earlier_run_id, NULL AS earlier_agent_id,
-           NULL AS earlier_span_id
+           NULL AS earlier_span_id, order_uncertain(a.service_name, a.t, o.service_name, o.t) AS order_uncertain
     FROM (SELECT * FROM accepted WHERE state_version_expected IS NULL AND baseline IS NOT NULL) a
     ASOF JOIN observations o ON o.run_id = a.run_id AND o.state_key = a.state_key AND a.t > o.t
     WHERE o.version <> a.baseline

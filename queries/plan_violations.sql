@@ -4,6 +4,9 @@
 -- guard refused); plus accepted spans with plan.outside_target_changed_count > 0 (violation
 -- 'changed_outside_target': the wrong-collection repricing, not prevented).
 --
+-- Scope: spans are compared only with spans of the same run (run_id: gen_ai.conversation.id, else
+-- the trace id); each row is one span, so no spans are paired.
+--
 -- Columns: violation, run_id, plan_id, tool_name, agent_id, outcome, objects_matched,
 --   changed_count, outside_target_changed_count, binding_moved, start_time, trace_id, span_id
 --

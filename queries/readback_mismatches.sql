@@ -3,6 +3,9 @@
 -- tool.readback = mismatch, or tool.outcome = readback_mismatch. The transport column shows how
 -- many of these reported success to the caller.
 --
+-- Scope: spans are compared only with spans of the same run (run_id: gen_ai.conversation.id, else
+-- the trace id); each row is one span, so no spans are paired.
+--
 -- Columns: run_id, tool_name, agent_id, state_key, transport, outcome, error_type, start_time,
 --   trace_id, span_id
 --

@@ -57,46 +57,131 @@ CREATE OR REPLACE TEMP MACRO attr(attributes, name) AS
 CREATE OR REPLACE TEMP MACRO attr_list(attributes, name) AS
     attributes[list_position(list_transform(attributes, lambda a: a.key), name)].values;
 
-CREATE OR REPLACE TEMP MACRO otlp_spans(paths) AS TABLE
+-- The OTLP structure is enforced here, off the fast path where it can be: a container that
+-- parsed to NULL (omitted, JSON null, or the wrong type) is looked at in the raw line only then,
+-- so well-formed input never pays for a second parse. Every refusal raises an error naming the
+-- file; the loader then names the line (telemetry/forensics/validation.py applies the same rules
+-- line by line). otlp_wrong_type(line, path, ok): some value at the wildcard path has a JSON type
+-- other than ok or NULL.
+CREATE OR REPLACE TEMP MACRO otlp_wrong_type(line, path, ok) AS
+    list_bool_or(list_transform(json_type(line, path), lambda t: t NOT IN (ok, 'NULL')));
+
+CREATE OR REPLACE TEMP MACRO otlp_refuse(reason, file) AS
+    error('forensics: ' || reason || ' in file "' || file || '"');
+
+-- A time: a decimal integer (string or number) in [0, 2^63).
+CREATE OR REPLACE TEMP MACRO otlp_time_ok(v) AS
+    coalesce(regexp_full_match(v, '[0-9]+') AND TRY_CAST(v AS HUGEINT) < 9223372036854775808, false);
+
+-- An attribute that is not {key, value: AnyValue}, or whose value has no branch that reads (empty,
+-- or an arrayValue that is not an object): its value would silently become NULL. (An arrayValue
+-- whose "values" is omitted or not a list reads as an empty array.)
+CREATE OR REPLACE TEMP MACRO otlp_bad_attribute(a) AS
+    a IS NULL OR a.key IS NULL OR a.value IS NULL
+    OR (a.value.arrayValue IS NULL AND otlp_scalar_text(a.value) IS NULL)
+    OR (a.value.arrayValue IS NOT NULL
+        AND list_bool_or(list_transform(coalesce(a.value.arrayValue."values", []), lambda x: x IS NULL)));
+
+-- A line with a container that parsed to NULL somewhere: only such a line's raw text is examined.
+CREATE OR REPLACE TEMP MACRO otlp_suspicious(d) AS
+    coalesce(list_bool_or(list_transform(d.resourceSpans, lambda rs:
+        rs.scopeSpans IS NULL OR rs.resource IS NULL OR rs.resource.attributes IS NULL
+        OR list_bool_or(list_transform(rs.scopeSpans, lambda ss:
+            ss.spans IS NULL OR ss.scope IS NULL
+            OR list_bool_or(list_transform(ss.spans, lambda sp: sp.attributes IS NULL)))))), false);
+
+CREATE OR REPLACE TEMP MACRO otlp_spans(paths, max_line_bytes := 16777216) AS TABLE
 WITH lines AS (
     SELECT
         filename AS source_file,
-        from_json(json, '{"resourceSpans":[{"resource":{"attributes":[{"key":"VARCHAR","value":{"stringValue":"VARCHAR","boolValue":"VARCHAR","intValue":"VARCHAR","doubleValue":"VARCHAR","bytesValue":"VARCHAR","kvlistValue":"JSON","arrayValue":{"values":[{"stringValue":"VARCHAR","boolValue":"VARCHAR","intValue":"VARCHAR","doubleValue":"VARCHAR","bytesValue":"VARCHAR","kvlistValue":"JSON","arrayValue":"JSON"}]}}}]},"scopeSpans":[{"scope":{"name":"VARCHAR","version":"VARCHAR"},"spans":[{"traceId":"VARCHAR","spanId":"VARCHAR","parentSpanId":"VARCHAR","name":"VARCHAR","kind":"VARCHAR","startTimeUnixNano":"UBIGINT","endTimeUnixNano":"UBIGINT","attributes":[{"key":"VARCHAR","value":{"stringValue":"VARCHAR","boolValue":"VARCHAR","intValue":"VARCHAR","doubleValue":"VARCHAR","bytesValue":"VARCHAR","kvlistValue":"JSON","arrayValue":{"values":[{"stringValue":"VARCHAR","boolValue":"VARCHAR","intValue":"VARCHAR","doubleValue":"VARCHAR","bytesValue":"VARCHAR","kvlistValue":"JSON","arrayValue":"JSON"}]}}}],"status":{"code":"VARCHAR","message":"VARCHAR"}}]}]}]}') AS d
-    FROM read_ndjson_objects(paths, filename = true)
+        json AS line,
+        from_json(json, '{"resourceSpans":[{"resource":{"attributes":[{"key":"VARCHAR","value":{"stringValue":"VARCHAR","boolValue":"VARCHAR","intValue":"VARCHAR","doubleValue":"VARCHAR","bytesValue":"VARCHAR","kvlistValue":"JSON","arrayValue":{"values":[{"stringValue":"VARCHAR","boolValue":"VARCHAR","intValue":"VARCHAR","doubleValue":"VARCHAR","bytesValue":"VARCHAR","kvlistValue":"JSON","arrayValue":"JSON"}]}}}]},"scopeSpans":[{"scope":{"name":"VARCHAR","version":"VARCHAR"},"spans":[{"traceId":"VARCHAR","spanId":"VARCHAR","parentSpanId":"VARCHAR","name":"VARCHAR","kind":"VARCHAR","startTimeUnixNano":"VARCHAR","endTimeUnixNano":"VARCHAR","attributes":[{"key":"VARCHAR","value":{"stringValue":"VARCHAR","boolValue":"VARCHAR","intValue":"VARCHAR","doubleValue":"VARCHAR","bytesValue":"VARCHAR","kvlistValue":"JSON","arrayValue":{"values":[{"stringValue":"VARCHAR","boolValue":"VARCHAR","intValue":"VARCHAR","doubleValue":"VARCHAR","bytesValue":"VARCHAR","kvlistValue":"JSON","arrayValue":"JSON"}]}}}],"status":{"code":"VARCHAR","message":"VARCHAR"}}]}]}]}') AS d
+    FROM read_ndjson_objects(paths, filename = true, maximum_object_size = max_line_bytes)
+),
+-- Containers that parsed to NULL (omitted, null, or the wrong type) send the line to a look at
+-- its raw text; a line with none (what our exporter writes) is parsed once.
+checked AS (
+    SELECT
+        source_file,
+        CASE
+            WHEN strlen(CAST(line AS VARCHAR)) > max_line_bytes
+                THEN otlp_refuse('a line is longer than --max-line-bytes (' || max_line_bytes || ' bytes)', source_file)
+            WHEN NOT otlp_suspicious(d) THEN d
+            WHEN otlp_wrong_type(line, '$.resourceSpans[*].scopeSpans', 'ARRAY')
+                THEN otlp_refuse('"scopeSpans" is not a list', source_file)
+            WHEN otlp_wrong_type(line, '$.resourceSpans[*].resource', 'OBJECT')
+                THEN otlp_refuse('"resource" is not an object', source_file)
+            WHEN otlp_wrong_type(line, '$.resourceSpans[*].resource.attributes', 'ARRAY')
+                THEN otlp_refuse('the resource "attributes" is not a list', source_file)
+            WHEN otlp_wrong_type(line, '$.resourceSpans[*].scopeSpans[*].spans', 'ARRAY')
+                THEN otlp_refuse('"spans" is not a list', source_file)
+            WHEN otlp_wrong_type(line, '$.resourceSpans[*].scopeSpans[*].scope', 'OBJECT')
+                THEN otlp_refuse('"scope" is not an object', source_file)
+            WHEN otlp_wrong_type(line, '$.resourceSpans[*].scopeSpans[*].spans[*].attributes', 'ARRAY')
+                THEN otlp_refuse('a span''s "attributes" is not a list', source_file)
+            ELSE d
+        END AS d
+    FROM lines
 ),
 resources AS (
     SELECT
         source_file,
         unnest(CASE
-            WHEN d.resourceSpans IS NULL THEN error(
-                'forensics: a line is JSON but not an OTLP TracesData object (no "resourceSpans" array) in file "'
-                || source_file || '"')
+            WHEN d.resourceSpans IS NULL THEN otlp_refuse(
+                'a line is JSON but not an OTLP TracesData object (no "resourceSpans" array)', source_file)
             ELSE d.resourceSpans
         END) AS rs
-    FROM lines
+    FROM checked
 ),
 scopes AS (
     SELECT
         source_file,
-        otlp_attributes(list_transform(rs.resource.attributes, lambda a: a.key),
-                        list_transform(rs.resource.attributes, lambda a: otlp_scalar_text(a.value)),
-                        list_transform(rs.resource.attributes, lambda a: CAST(NULL AS VARCHAR[])))
-            AS resource_attributes,
-        unnest(rs.scopeSpans) AS ss
+        CASE
+            WHEN rs IS NULL THEN otlp_refuse('an element of "resourceSpans" is not an object', source_file)
+            WHEN list_bool_or(list_transform(rs.resource.attributes, lambda a: otlp_bad_attribute(a)))
+                THEN otlp_refuse('a resource attribute is not {"key": ..., "value": {...}} with a value', source_file)
+            ELSE otlp_attributes(list_transform(rs.resource.attributes, lambda a: a.key),
+                                 list_transform(rs.resource.attributes, lambda a: otlp_scalar_text(a.value)),
+                                 list_transform(rs.resource.attributes, lambda a: CAST(NULL AS VARCHAR[])))
+        END AS resource_attributes,
+        unnest(coalesce(rs.scopeSpans, [])) AS ss
     FROM resources
 ),
 raw_spans AS (
     SELECT
         source_file,
         resource_attributes,
-        ss.scope.name AS scope_name,
+        CASE
+            WHEN ss IS NULL THEN otlp_refuse('an element of "scopeSpans" is not an object', source_file)
+            ELSE ss.scope.name
+        END AS scope_name,
         ss.scope.version AS scope_version,
-        unnest(ss.spans) AS s
+        unnest(coalesce(ss.spans, [])) AS s
     FROM scopes
 ),
 keyed AS (
     SELECT
-        *,
+        source_file,
+        resource_attributes,
+        scope_name,
+        scope_version,
+        CASE
+            WHEN s IS NULL THEN otlp_refuse('an element of "spans" is not an object', source_file)
+            WHEN NOT coalesce(regexp_full_match(s.traceId, '[0-9a-fA-F]{32}'), false)
+                THEN otlp_refuse('a span''s traceId is not 32 hex characters', source_file)
+            WHEN NOT coalesce(regexp_full_match(s.spanId, '[0-9a-fA-F]{16}'), false)
+                THEN otlp_refuse('a span''s spanId is not 16 hex characters', source_file)
+            WHEN NOT coalesce(s.parentSpanId = '' OR regexp_full_match(s.parentSpanId, '[0-9a-fA-F]{16}'), true)
+                THEN otlp_refuse('a span''s parentSpanId is not empty or 16 hex characters', source_file)
+            WHEN NOT (otlp_time_ok(s.startTimeUnixNano) AND otlp_time_ok(s.endTimeUnixNano))
+                THEN otlp_refuse('a span''s startTimeUnixNano or endTimeUnixNano is not an integer in [0, 2^63)',
+                                 source_file)
+            WHEN CAST(s.endTimeUnixNano AS UBIGINT) < CAST(s.startTimeUnixNano AS UBIGINT)
+                THEN otlp_refuse('a span ends before it starts', source_file)
+            WHEN list_bool_or(list_transform(s.attributes, lambda a: otlp_bad_attribute(a)))
+                THEN otlp_refuse('a span attribute is not {"key": ..., "value": {...}} with a value', source_file)
+            ELSE s
+        END AS s,
         list_transform(s.attributes, lambda a: a.key) AS attribute_keys,
         list_transform(s.attributes, lambda a: CASE WHEN a.value.arrayValue IS NULL THEN otlp_scalar_text(a.value) END)
             AS attribute_values,
@@ -107,12 +192,7 @@ keyed AS (
 ),
 typed AS (
     SELECT
-        CASE
-            WHEN s.traceId IS NULL OR s.spanId IS NULL THEN error(
-                'forensics: a span has no traceId or spanId, which OTLP requires, in file "'
-                || source_file || '"')
-            ELSE lower(s.traceId)
-        END AS trace_id,
+        lower(s.traceId) AS trace_id,
         lower(s.spanId) AS span_id,
         lower(nullif(s.parentSpanId, '')) AS parent_span_id,
         s.name AS name,
@@ -132,8 +212,8 @@ typed AS (
             ELSE lower(s.status.code)
         END AS status_code,
         nullif(s.status.message, '') AS status_message,
-        s.startTimeUnixNano AS start_time_unix_nano,
-        s.endTimeUnixNano AS end_time_unix_nano,
+        CAST(s.startTimeUnixNano AS UBIGINT) AS start_time_unix_nano,
+        CAST(s.endTimeUnixNano AS UBIGINT) AS end_time_unix_nano,
         make_timestamp_ns(CAST(s.startTimeUnixNano AS BIGINT)) AS start_time,
         make_timestamp_ns(CAST(s.endTimeUnixNano AS BIGINT)) AS end_time,
         (CAST(s.endTimeUnixNano AS DOUBLE) - CAST(s.startTimeUnixNano AS DOUBLE)) / 1e6 AS duration_ms,
@@ -190,10 +270,98 @@ typed AS (
 )
 SELECT coalesce(conversation_id, trace_id) AS run_id, * FROM typed;
 
+-- The tool kind a span without tool.kind implies, from the attributes that decide it: only
+-- state.version.read: read; state.version.expected or .written: write; any delegation.*:
+-- delegate; policy.version (a send names the policy it used): send. NULL when none decides it or
+-- more than one kind is named (tool_kind_source then says which).
+CREATE OR REPLACE TEMP MACRO inferred_tool_kind(rd, wr, dl, pv) AS
+    CASE WHEN CAST(rd AS INT) + CAST(wr AS INT) + CAST(dl AS INT) + CAST(pv AS INT) <> 1 THEN NULL
+         WHEN rd THEN 'read' WHEN wr THEN 'write' WHEN dl THEN 'delegate' ELSE 'send' END;
+
 -- @after spans_base
--- (The loader runs what follows once `spans_base` exists.) The `spans` view: the stored columns
--- (a temporary table from JSON lines, or the Parquet parts) plus `attributes`, which is computed
--- only when a query selects it.
+-- (The loader runs what follows once `spans_base` exists: the loaded spans, one row per
+-- (trace_id, span_id) after deduplication.) The `spans` view adds `attributes` (computed only
+-- when a query selects it), fills `tool_kind` where the attributes decide it, and says where the
+-- kind came from in `tool_kind_source`: 'recorded', 'inferred', 'ambiguous' (attributes of more
+-- than one kind) or 'undecided' (nothing decides it).
 CREATE OR REPLACE TEMP VIEW spans AS
-    SELECT *, otlp_attributes(attribute_keys, attribute_values, attribute_arrays) AS attributes
-    FROM spans_base;
+    SELECT * EXCLUDE (inferred, rd, wr, dl, pv) REPLACE (coalesce(tool_kind, inferred) AS tool_kind),
+           CASE WHEN tool_kind IS NOT NULL THEN 'recorded' WHEN inferred IS NOT NULL THEN 'inferred'
+                WHEN CAST(rd AS INT) + CAST(wr AS INT) + CAST(dl AS INT) + CAST(pv AS INT) > 1 THEN 'ambiguous'
+                ELSE 'undecided' END AS tool_kind_source,
+           otlp_attributes(attribute_keys, attribute_values, attribute_arrays) AS attributes
+    FROM (
+        SELECT *, inferred_tool_kind(rd, wr, dl, pv) AS inferred
+        FROM (
+            SELECT *,
+                   state_version_read IS NOT NULL AND state_version_expected IS NULL
+                       AND state_version_written IS NULL AS rd,
+                   state_version_expected IS NOT NULL OR state_version_written IS NOT NULL AS wr,
+                   delegation_task_id IS NOT NULL OR delegation_origin_task_id IS NOT NULL
+                       OR delegation_root_task_id IS NOT NULL OR delegation_hop IS NOT NULL AS dl,
+                   policy_version IS NOT NULL AS pv
+            FROM spans_base
+        )
+    );
+
+-- Clock skew per service, filled after load (telemetry/forensics/evidence.py): how far a
+-- service's clock is off against the services whose spans are its parents, and the bound within
+-- which the order of its spans against another service's is uncertain.
+CREATE TEMP TABLE IF NOT EXISTS clock_skew (service_name VARCHAR, relative_to VARCHAR, pairs BIGINT,
+                                            violations BIGINT, offset_ns BIGINT, uncertainty_ns BIGINT);
+
+-- order_uncertain(service_a, t_a, service_b, t_b): true when two spans of different services are
+-- closer in time than those services' detected skew, so which came first is not known.
+CREATE OR REPLACE TEMP MACRO order_uncertain(svc_a, t_a, svc_b, t_b) AS
+    coalesce(svc_a, '') <> coalesce(svc_b, '')
+    AND abs(CAST(t_a AS HUGEINT) - CAST(t_b AS HUGEINT)) <= (
+        SELECT coalesce(sum(uncertainty_ns), 0) FROM clock_skew
+        WHERE service_name IN (coalesce(svc_a, ''), coalesce(svc_b, '')));
+
+-- Delegation tasks (accepted delegation spans; a task retried or recorded twice counts once: its
+-- latest span), scoped to a run like everything else. A table: the chain views below and the
+-- questions read it several times, and it is small beside the spans.
+CREATE OR REPLACE TEMP TABLE delegation_tasks AS
+    SELECT run_id, agent_id, tool_name, start_time, trace_id, span_id, delegation_task_id,
+           delegation_origin_task_id, delegation_root_task_id, delegation_hop, constraints_carried,
+           constraints_waived
+    FROM spans
+    WHERE delegation_task_id IS NOT NULL AND coalesce(outcome, 'ok') = 'ok'
+    QUALIFY row_number() OVER (PARTITION BY run_id, delegation_task_id
+                               ORDER BY start_time_unix_nano DESC, span_id) = 1;
+
+-- One row per chain (run, root task): whether its root registration is in the evidence, and the
+-- baseline the chain is judged against: the root's constraints, else (root_seen false) the
+-- constraints carried at the earliest hop present (baseline_hop).
+CREATE OR REPLACE TEMP TABLE delegation_chains AS
+    WITH by_hop AS (
+        SELECT run_id, delegation_root_task_id AS root_task_id, delegation_hop,
+               bool_or(delegation_task_id = delegation_root_task_id) AS is_root,
+               list_distinct(flatten(list(constraints_carried))) AS carried
+        FROM delegation_tasks
+        WHERE delegation_root_task_id IS NOT NULL
+        GROUP BY ALL
+    )
+    SELECT run_id, root_task_id,
+           bool_or(is_root) AS root_seen,
+           coalesce(arg_min(delegation_hop, delegation_hop) FILTER (WHERE is_root),
+                    min(delegation_hop)) AS baseline_hop,
+           coalesce(arg_min(carried, delegation_hop) FILTER (WHERE is_root),
+                    arg_min(carried, delegation_hop)) AS baseline_constraints
+    FROM by_hop
+    GROUP BY run_id, root_task_id;
+
+-- Gaps: a task whose parent (delegation.origin_task_id) is not in the evidence of its run, while
+-- the task is not at its chain's baseline hop. Nothing can be said about what the missing hop
+-- carried, so the chain is reported, not joined past.
+CREATE OR REPLACE TEMP VIEW delegation_gaps AS
+    SELECT t.run_id, t.delegation_root_task_id AS root_task_id,
+           t.delegation_origin_task_id AS missing_task_id, t.delegation_task_id AS task_id,
+           t.delegation_hop AS hop, t.trace_id, t.span_id
+    FROM delegation_tasks t
+    JOIN delegation_chains ch ON ch.run_id = t.run_id AND ch.root_task_id = t.delegation_root_task_id
+    WHERE t.delegation_task_id <> t.delegation_root_task_id
+      AND t.delegation_origin_task_id IS NOT NULL
+      AND coalesce(t.delegation_hop > ch.baseline_hop, true)
+      AND NOT EXISTS (SELECT 1 FROM delegation_tasks p
+                      WHERE p.run_id = t.run_id AND p.delegation_task_id = t.delegation_origin_task_id);

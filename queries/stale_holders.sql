@@ -8,14 +8,19 @@
 -- accepted_stale_actions counts those that went through (a guard's refusal, e.g. stale_policy, is
 -- a stale action that was prevented). Rows with accepted stale actions come first.
 --
+-- Scope: spans are compared only with spans of the same run (run_id: gen_ai.conversation.id, else
+-- the trace id); an action is judged against the publications of its own run.
+--
 -- Columns: run_id, agent_id, objective_task_id, held_version, current_version, superseded_at,
---   first_stale_action_at, first_stale_tool, stale_actions, accepted_stale_actions, trace_id,
---   span_id (first action)
+--   first_stale_action_at, first_stale_tool, stale_actions, accepted_stale_actions,
+--   order_uncertain (the first stale action and the publication that superseded the held version
+--   are closer than the detected clock skew between their services), trace_id, span_id (first action)
 --
 -- Example: run r-5, agent writer held objective T9 v1; v2 was published at 10:04; writer then
 --   called send_email at 10:06 (3 stale actions in all).
 WITH publications AS (
-    SELECT objective_task_id, objective_version, start_time_unix_nano AS t, start_time
+    SELECT run_id, objective_task_id, objective_version, start_time_unix_nano AS t, start_time,
+           service_name AS p_service
     FROM spans
     WHERE objective_task_id IS NOT NULL AND objective_version IS NOT NULL
       AND coalesce(tool_kind, '') NOT IN ('read', 'send') AND coalesce(outcome, 'ok') = 'ok'
@@ -31,7 +36,7 @@ held AS (
 ),
 actions AS (
     SELECT a.run_id, a.agent_id, a.tool_name, a.outcome, a.start_time, a.start_time_unix_nano AS t,
-           a.trace_id, a.span_id, h.objective_task_id
+           a.trace_id, a.span_id, h.objective_task_id, a.service_name
     FROM spans a
     JOIN held h ON h.run_id = a.run_id AND h.agent_id = a.agent_id
     WHERE a.tool_kind IN ('write', 'send', 'delegate')
@@ -45,9 +50,10 @@ holding AS (
      AND a.t > h.t
 ),
 judged AS (
-    SELECT x.*, p.objective_version AS current_version, p.start_time AS superseded_at
+    SELECT x.*, p.objective_version AS current_version, p.start_time AS superseded_at,
+           order_uncertain(x.service_name, x.t, p.p_service, p.t) AS uncertain
     FROM holding x
-    ASOF JOIN publications p ON p.objective_task_id = x.objective_task_id AND x.t > p.t
+    ASOF JOIN publications p ON p.run_id = x.run_id AND p.objective_task_id = x.objective_task_id AND x.t > p.t
     WHERE p.objective_version <> x.held_version
 )
 SELECT
@@ -56,6 +62,7 @@ SELECT
     min(start_time) AS first_stale_action_at, arg_min(tool_name, t) AS first_stale_tool,
     count(*) AS stale_actions,
     count(*) FILTER (WHERE coalesce(outcome, 'ok') IN ('ok', 'forced')) AS accepted_stale_actions,
+    arg_min(uncertain, t) AS order_uncertain,
     arg_min(trace_id, t) AS trace_id, arg_min(span_id, t) AS span_id
 FROM judged
 GROUP BY run_id, agent_id, objective_task_id, held_version

@@ -6,26 +6,32 @@
 -- objective) before the send. 'refused': outcome stale_policy. 'sent_stale': accepted though the
 -- version used was not current.
 --
+-- Scope: spans are compared only with spans of the same run (run_id: gen_ai.conversation.id, else
+-- the trace id); a send is judged against the publications of its own run.
+--
 -- Columns: verdict, run_id, agent_id, tool_name, policy_task_id, used_version, current_version,
---   outcome, start_time, trace_id, span_id
+--   outcome, order_uncertain (the send and the publication it is judged against are closer than
+--   the detected clock skew between their services), start_time, trace_id, span_id
 --
 -- Example: sent_stale, run r-2, billing sent with refunds-policy v3 while v4 was current.
 WITH publications AS (
-    SELECT objective_task_id, objective_version, start_time_unix_nano AS t
+    SELECT run_id, objective_task_id, objective_version, start_time_unix_nano AS t, service_name AS p_service
     FROM spans
     WHERE objective_task_id IS NOT NULL AND objective_version IS NOT NULL
       AND coalesce(tool_kind, '') NOT IN ('read', 'send') AND coalesce(outcome, 'ok') = 'ok'
 ),
 sends AS (
-    SELECT s.*, coalesce(s.policy_version_current, p.objective_version) AS current_version
+    SELECT s.*, coalesce(s.policy_version_current, p.objective_version) AS current_version,
+           coalesce(order_uncertain(s.service_name, s.t, p.p_service, p.t), false) AS order_uncertain
     FROM (SELECT *, start_time_unix_nano AS t FROM spans
           WHERE tool_kind = 'send' AND policy_version IS NOT NULL) s
-    ASOF LEFT JOIN publications p ON p.objective_task_id = s.objective_task_id AND s.t > p.t
+    ASOF LEFT JOIN publications p
+      ON p.run_id = s.run_id AND p.objective_task_id = s.objective_task_id AND s.t > p.t
 )
 SELECT
     CASE WHEN outcome = 'stale_policy' THEN 'refused' ELSE 'sent_stale' END AS verdict,
     run_id, agent_id, tool_name, objective_task_id AS policy_task_id, policy_version AS used_version,
-    current_version, outcome, start_time, trace_id, span_id
+    current_version, outcome, order_uncertain, start_time, trace_id, span_id
 FROM sends
 WHERE outcome = 'stale_policy'
    OR (coalesce(outcome, 'ok') = 'ok' AND current_version IS NOT NULL AND policy_version <> current_version)

@@ -5,22 +5,26 @@
 -- write between them, and the read returned a different version. A read-back that asks a cache
 -- rather than the source of truth says "match" here; this question catches it from the next read.
 --
+-- Scope: spans are compared only with spans of the same run (run_id: gen_ai.conversation.id, else
+-- the trace id); a write and the next read are paired within a run.
+--
 -- Columns: run_id, state_key, agent_id (the writer), tool_name, written_version, readback (what
---   the write's own read-back said), read_version, reader_agent, write_time, read_time, trace_id,
---   span_id (the write), read_span_id
+--   the write's own read-back said), read_version, reader_agent, write_time, read_time,
+--   order_uncertain (the write and the read are closer than the detected clock skew between their
+--   services), trace_id, span_id (the write), read_span_id
 --
 -- Example: run r-6, profile/user-145: support's update_email wrote rev-9 (read-back: match, through
 --   the cache); the auditor's next read returned rev-8.
 WITH all_writes AS (
     SELECT run_id, state_key, agent_id, tool_name, state_version_written, readback, start_time,
-           start_time_unix_nano AS t, trace_id, span_id
+           start_time_unix_nano AS t, trace_id, span_id, service_name
     FROM spans
     WHERE tool_kind = 'write' AND state_key IS NOT NULL AND state_version_written IS NOT NULL
       AND coalesce(outcome, 'ok') IN ('ok', 'forced')
 ),
 reads AS (
     SELECT run_id, state_key, state_version_read AS version, agent_id, start_time,
-           start_time_unix_nano AS t, span_id
+           start_time_unix_nano AS t, span_id, service_name
     FROM spans
     WHERE tool_kind = 'read' AND state_key IS NOT NULL AND state_version_read IS NOT NULL
 ),
@@ -34,16 +38,17 @@ writes AS (
     SELECT w.* FROM all_writes w SEMI JOIN candidates k ON k.run_id = w.run_id AND k.state_key = w.state_key
 ),
 observations AS (
-    SELECT r.run_id, r.state_key, r.version, r.agent_id, r.start_time, r.t, r.span_id, true AS is_read
+    SELECT r.run_id, r.state_key, r.version, r.agent_id, r.start_time, r.t, r.span_id, r.service_name, true AS is_read
     FROM reads r SEMI JOIN candidates k ON k.run_id = r.run_id AND k.state_key = r.state_key
     UNION ALL
-    SELECT run_id, state_key, state_version_written, agent_id, start_time, t, span_id, false
+    SELECT run_id, state_key, state_version_written, agent_id, start_time, t, span_id, service_name, false
     FROM writes
 )
 SELECT
     w.run_id, w.state_key, w.agent_id, w.tool_name, w.state_version_written AS written_version,
     w.readback, o.version AS read_version, o.agent_id AS reader_agent, w.start_time AS write_time,
-    o.start_time AS read_time, w.trace_id, w.span_id, o.span_id AS read_span_id
+    o.start_time AS read_time, order_uncertain(w.service_name, w.t, o.service_name, o.t) AS order_uncertain,
+    w.trace_id, w.span_id, o.span_id AS read_span_id
 FROM writes w
 -- the first observation of the key after the write (ASOF with <: the nearest later one)
 ASOF JOIN observations o ON o.run_id = w.run_id AND o.state_key = w.state_key AND w.t < o.t

@@ -4,6 +4,9 @@
 -- the reason is the element at the same position of delegation.constraints.waiver_reasons
 -- (NULL when the span recorded fewer reasons than waivers).
 --
+-- Scope: spans are compared only with spans of the same run (run_id: gen_ai.conversation.id, else
+-- the trace id); each row is one span of a run's delegation chain.
+--
 -- Columns: run_id, root_task_id, hop, task_id, origin_task_id, agent_id, constraint_id, reason,
 --   tool_name, delegation_time, trace_id, span_id
 --

@@ -9,28 +9,40 @@
 
 from __future__ import annotations
 
+import shutil
+import tempfile
 import time
+from pathlib import Path
 from types import TracebackType
 from typing import Any, Iterable, Optional
 
 import duckdb
 
+from ..exceptions import ForensicsInputError
+from .evidence import Evidence, gather
 from .inputs import PathLike, resolve_inputs
-from .loading import SPANS, LoadReport, Progress, load
+from .loading import MAX_LINE_BYTES, SPANS, LoadReport, Progress, load
 from .questions import Question, all_questions, question
 from .report import Report, Section
 
 EXAMPLES_PER_SECTION = 3
+MEMORY_LIMIT = "600MB"
+"""DuckDB's memory limit: the spans live in an on-disk database beside it, so memory stays flat
+however many spans are read (what does not fit is spilled to the database's temporary folder)."""
 
 
 class Forensics:
     """Trace files loaded into a private DuckDB connection as the ``spans`` relation."""
 
-    def __init__(self, con: duckdb.DuckDBPyConnection, load_report: LoadReport, paths: list[str]):
+    def __init__(self, con: duckdb.DuckDBPyConnection, load_report: LoadReport, paths: list[str],
+                 workdir: Optional[Path] = None):
         self.connection = con
         """The DuckDB connection; ``spans`` and the ``attr``/``attr_list`` macros are defined in it."""
         self.load_report = load_report
         self.paths = paths
+        self._workdir = workdir
+        self.evidence: Evidence = gather(con, load_report)
+        """What the answers rest on (duplicates, ignored spans, gaps, skew): see :mod:`.evidence`."""
 
     def __enter__(self) -> "Forensics":
         return self
@@ -41,8 +53,11 @@ class Forensics:
         self.close()
 
     def close(self) -> None:
-        """Close the DuckDB connection (the source files are never modified)."""
+        """Close the DuckDB connection and remove its database (the source files are never modified)."""
         self.connection.close()
+        if self._workdir is not None:
+            shutil.rmtree(self._workdir, ignore_errors=True)
+            self._workdir = None
 
     @property
     def questions(self) -> list[Question]:
@@ -77,7 +92,7 @@ class Forensics:
             sections.append(
                 Section(question=q, count=len(rows), examples=rows[:EXAMPLES_PER_SECTION], columns=self.columns(q.name))
             )
-        return Report(sections=sections, load=self.load_report, paths=self.paths)
+        return Report(sections=sections, load=self.load_report, paths=self.paths, evidence=self.evidence)
 
 
 def open_traces(
@@ -86,22 +101,32 @@ def open_traces(
     skip_bad_lines: bool = False,
     progress: Optional[Progress] = None,
     threads: Optional[int] = None,
+    max_line_bytes: int = MAX_LINE_BYTES,
 ) -> Forensics:
     """Load OTLP JSON-lines files, directories, globs or ``ingest`` Parquet directories.
 
     Raises :class:`~telemetry.exceptions.ForensicsInputError` for missing paths, empty
     directories and input that is not OTLP (naming the file and line). A truncated last line is
     dropped and reported in ``load_report.warnings()``; other bad lines fail the load unless
-    ``skip_bad_lines``.
+    ``skip_bad_lines``. Lines longer than ``max_line_bytes`` are refused (or skipped).
+
+    The spans are held in a DuckDB database in a private temporary folder under a fixed memory
+    limit, removed on :meth:`Forensics.close`.
     """
     given = [str(p) for p in paths]
     inputs = resolve_inputs(given)
-    con = duckdb.connect(":memory:")
-    if threads:
-        con.execute(f"SET threads = {int(threads)}").fetchall()  # an int, validated by int()
+    if not isinstance(max_line_bytes, int) or isinstance(max_line_bytes, bool) or max_line_bytes < 1:
+        raise ForensicsInputError(f"max_line_bytes must be a positive number of bytes, not {max_line_bytes!r}")
+    workdir = Path(tempfile.mkdtemp(prefix="outcome-telemetry-forensics-db-"))
+    con = duckdb.connect(str(workdir / "spans.duckdb"))
     try:
-        report = load(con, inputs, skip_bad_lines=skip_bad_lines, progress=progress)
+        con.execute(f"SET memory_limit = '{MEMORY_LIMIT}'").fetchall()  # a constant
+        con.execute("SET temp_directory = ?", [str(workdir / "spill")]).fetchall()
+        if threads:
+            con.execute(f"SET threads = {int(threads)}").fetchall()  # an int, validated by int()
+        report = load(con, inputs, skip_bad_lines=skip_bad_lines, progress=progress, max_line_bytes=max_line_bytes)
+        return Forensics(con, report, given, workdir)
     except BaseException:
         con.close()
+        shutil.rmtree(workdir, ignore_errors=True)
         raise
-    return Forensics(con, report, given)

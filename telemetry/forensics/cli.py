@@ -11,15 +11,16 @@ Exit status: 0 done, 1 findings with ``--fail-on-findings``, 2 bad input or usag
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from typing import Optional, Sequence
 
 from ..exceptions import ForensicsInputError
 from .api import open_traces
 from .ingest import ingest
-from .loading import Progress, stderr_progress
+from .loading import MAX_LINE_BYTES, Progress, stderr_progress
 from .questions import QUESTION_NAMES, all_questions, question
-from .report import FORMATS, format_rows
+from .report import FORMATS, format_answer
 
 EXIT_OK = 0
 EXIT_FINDINGS = 1
@@ -34,14 +35,27 @@ PATHS are OTLP JSON-lines files (.jsonl/.json/.ndjson, optionally .gz/.zst), dir
 Run `outcome-telemetry forensics --list` for the questions; docs/forensics.md explains each.
 
 exit status: 0 done; 1 findings (with --fail-on-findings); 2 bad input or usage;
-3 an unexpected failure (traceback on stderr).
+3 an unexpected failure (traceback on stderr). A closed stdout (`... | head`) ends quietly with 0.
 """
+
+
+def _byte_count(text: str) -> int:
+    """``--max-line-bytes``: a positive integer, optionally with a K/M/G (binary) suffix."""
+    units = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
+    scale = units.get(text[-1:].lower(), 1)
+    digits = text[:-1] if scale > 1 else text
+    if not digits.isdigit() or int(digits) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive byte count (e.g. 16777216 or 64M)")
+    return int(digits) * scale
 
 
 def _common(parser: argparse.ArgumentParser, *, findings: bool = True) -> None:
     parser.add_argument("paths", nargs="+", metavar="PATHS", help="trace files, directories or globs")
     parser.add_argument("--skip-bad-lines", action="store_true",
                         help="skip malformed lines (reported with file and line) instead of failing")
+    parser.add_argument("--max-line-bytes", type=_byte_count, default=MAX_LINE_BYTES, metavar="N",
+                        help="longest line to read, in bytes (K/M/G suffixes; default 16M); longer lines "
+                             "are refused naming the line, or skipped with --skip-bad-lines")
     parser.add_argument("--quiet", "-q", action="store_true", help="no progress messages on stderr")
     if findings:
         parser.add_argument("--format", choices=FORMATS, default="table", help="output format (default table)")
@@ -84,14 +98,16 @@ def _list() -> str:
 def _run(args: argparse.Namespace) -> int:
     progress: Optional[Progress] = None if args.quiet else stderr_progress
     if args.command == "ingest":
-        result = ingest(args.paths, args.to, skip_bad_lines=args.skip_bad_lines, progress=progress)
+        result = ingest(args.paths, args.to, skip_bad_lines=args.skip_bad_lines, progress=progress,
+                        max_line_bytes=args.max_line_bytes)
         for warning in result.warnings:
             print(f"warning: {warning}", file=sys.stderr)
         print(f"ingested {len(result.ingested)} file(s), {result.spans:,} spans, into {result.directory}; "
               f"{len(result.unchanged)} unchanged file(s) skipped")
         return EXIT_OK
-    with open_traces(args.paths, skip_bad_lines=args.skip_bad_lines, progress=progress) as traces:
-        for warning in traces.load_report.warnings():
+    with open_traces(args.paths, skip_bad_lines=args.skip_bad_lines, progress=progress,
+                     max_line_bytes=args.max_line_bytes) as traces:
+        for warning in traces.evidence.warnings():
             print(f"warning: {warning}", file=sys.stderr)
         if args.command == "report":
             report = traces.report(progress=progress)
@@ -100,7 +116,7 @@ def _run(args: argparse.Namespace) -> int:
         else:
             q = question(args.command)
             rows = traces.run(q.name)
-            print(format_rows(rows, traces.columns(q.name), args.format))
+            print(format_answer(rows, traces.columns(q.name), args.format, q, traces.evidence))
             findings = len(rows) if q.is_finding else 0
     return EXIT_FINDINGS if args.fail_on_findings and findings else EXIT_OK
 
@@ -119,7 +135,12 @@ def main(argv: Sequence[str]) -> int:
         parser.print_help(sys.stderr)
         return EXIT_INPUT
     try:
-        return _run(args)
+        code = _run(args)
+        sys.stdout.flush()
+        return code
+    except BrokenPipeError:  # the reader went away (`| head`): nothing more to say to it
+        _silence_stdout()
+        return EXIT_OK
     except ForensicsInputError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_INPUT
@@ -129,6 +150,16 @@ def main(argv: Sequence[str]) -> int:
         traceback.print_exc()
         print("error: forensics failed unexpectedly (exit 3); the traceback above says where", file=sys.stderr)
         return EXIT_INTERNAL
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null so the interpreter's final flush does not fail on the closed pipe."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):  # stdout has no descriptor (captured): nothing to flush into a pipe
+        pass
 
 
 if __name__ == "__main__":

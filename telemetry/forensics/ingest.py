@@ -20,7 +20,7 @@ import duckdb
 
 from ..exceptions import ForensicsInputError
 from .inputs import MANIFEST_NAME, PathLike, resolve_inputs
-from .loading import Progress, load_to_parquet
+from .loading import MAX_LINE_BYTES, Progress, load_to_parquet
 
 MANIFEST_FORMAT = 1
 
@@ -71,6 +71,7 @@ def ingest(
     *,
     skip_bad_lines: bool = False,
     progress: Optional[Progress] = None,
+    max_line_bytes: int = MAX_LINE_BYTES,
 ) -> IngestResult:
     """Ingest the JSON-lines files under ``paths`` into Parquet parts in ``to``.
 
@@ -106,7 +107,8 @@ def ingest(
         tmp = part.with_name(part.name + ".tmp")
         con = duckdb.connect(":memory:")
         try:
-            report = load_to_parquet(con, [source], tmp, skip_bad_lines=skip_bad_lines, progress=progress)
+            report = load_to_parquet(con, [source], tmp, skip_bad_lines=skip_bad_lines, progress=progress,
+                                     max_line_bytes=max_line_bytes)
         except BaseException:
             tmp.unlink(missing_ok=True)
             raise

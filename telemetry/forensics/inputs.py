@@ -7,6 +7,8 @@ directory written by ``ingest`` is recognised by its manifest and stands for its
 from __future__ import annotations
 
 import glob
+import os
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Union
@@ -56,7 +58,24 @@ def _scan_directory(directory: Path) -> list[Path]:
     if manifest.is_file():
         # An ingest directory: its parts, not the manifest or stray temporary files.
         return sorted(p for p in directory.glob("*" + PARQUET_SUFFIX) if p.is_file())
-    return sorted(p for p in directory.rglob("*") if p.is_file() and is_trace_file(p))
+    return sorted(p for p in _walk(directory) if is_trace_file(p))
+
+
+def _walk(directory: Path) -> list[Path]:
+    """Every file under ``directory``, following symlinked folders; a folder reached twice (a
+    symlink loop, or two links to one folder) is read once and the loop is reported on stderr."""
+    seen: set[tuple[int, int]] = set()
+    found: list[Path] = []
+    for root, dirs, files in os.walk(directory, followlinks=True):
+        info = os.stat(root)
+        if (info.st_dev, info.st_ino) in seen:
+            print(f"warning: {root} is a folder already read (a symlink loop or a second link); skipped",
+                  file=sys.stderr)
+            dirs[:] = []
+            continue
+        seen.add((info.st_dev, info.st_ino))
+        found += [Path(root) / name for name in files if (Path(root) / name).is_file()]
+    return found
 
 
 def resolve_inputs(paths: Iterable[PathLike]) -> TraceInputs:

@@ -25,6 +25,7 @@ import duckdb
 
 from ..exceptions import ForensicsInputError
 from ..runtime.resources import data_file
+from .dedup import Duplicates, deduplicate
 from .inputs import TraceInputs
 from .validation import EXPECTED, Diagnosis, copy_prefix, describe, diagnose, truncated_tail, zstd_truncated
 
@@ -32,8 +33,12 @@ Progress = Callable[[str], None]
 """Receives one human-readable progress line (the CLI prints them to stderr)."""
 
 SPANS = "spans"
+SPANS_LOADED = "spans_loaded"
+"""Every span read, copies included: a table from JSON lines, or a view over Parquet parts."""
 SPANS_BASE = "spans_base"
-"""The stored columns; ``spans`` is a view over it that adds ``attributes``."""
+"""One row per (trace id, span id) (see :mod:`.dedup`); ``spans`` is a view over it."""
+MAX_LINE_BYTES = 16 * 1024 * 1024
+"""The default longest line read (``--max-line-bytes``); DuckDB refuses longer ones."""
 _FILE_IN_ERROR = re.compile(r'in file "([^"]+)"')
 
 
@@ -48,6 +53,8 @@ class LoadReport:
     """Files whose partial last line was dropped."""
     skipped: list[Diagnosis] = field(default_factory=list)
     """Files with bad lines skipped under ``skip_bad_lines``."""
+    duplicates: Duplicates = field(default_factory=lambda: Duplicates())
+    """Copies of one span (the same trace id and span id) found and dropped."""
 
     @property
     def skipped_lines(self) -> int:
@@ -55,7 +62,7 @@ class LoadReport:
 
     def warnings(self) -> list[str]:
         """One line per thing the user should know about the input."""
-        out: list[str] = []
+        out: list[str] = list(self.duplicates.warnings())
         if self.truncated:
             names = ", ".join(str(p) for p in self.truncated[:3])
             out.append(
@@ -123,9 +130,12 @@ class _ProgressTicker:
 class _JsonLoader:
     """One JSON-lines load: repaired copies live in a private temporary directory."""
 
-    def __init__(self, con: duckdb.DuckDBPyConnection, skip_bad_lines: bool, progress: Optional[Progress]):
+    def __init__(self, con: duckdb.DuckDBPyConnection, skip_bad_lines: bool, progress: Optional[Progress],
+                 max_line_bytes: int = MAX_LINE_BYTES):
         self.con = con
         self.skip_bad_lines = skip_bad_lines
+        self.max_line_bytes = max_line_bytes
+        self._sizes: dict[Path, int] = {}  # one size per file for the whole load
         self.progress = progress
         self.report = LoadReport()
         self._tmp: Optional[tempfile.TemporaryDirectory[str]] = None
@@ -142,8 +152,39 @@ class _JsonLoader:
 
     def _repair(self, diagnosis: Diagnosis) -> None:
         target = self._scratch(diagnosis.path)
-        diagnose(diagnosis.path, keep=target)
+        diagnose(diagnosis.path, keep=target, max_line_bytes=self.max_line_bytes,
+                 size=self._sizes.get(diagnosis.path))
         self._read[diagnosis.path] = target
+
+    def snapshot(self, files: list[Path]) -> None:
+        """Take the one size per file this load reads (appends after it are left for the next load)."""
+        for source in files:
+            self._sizes[source] = source.stat().st_size
+
+    @property
+    def sizes(self) -> dict[Path, int]:
+        return dict(self._sizes)
+
+    def _grew(self, source: Path) -> bool:
+        """True when a plain file is longer now than when this load began (still being written)."""
+        if source.name.lower().endswith((".gz", ".zst")):
+            return False
+        try:
+            return source.stat().st_size != self._sizes[source]
+        except OSError:
+            return False
+
+    def _read_snapshot(self, source: Path) -> None:
+        """Read a growing file through a copy of what it held when the load began (complete lines)."""
+        size = self._sizes[source]
+        cut = truncated_tail(source, size)
+        target = self._scratch(source)
+        copy_prefix(source, target, size - cut)
+        self._read[source] = target
+        if cut:
+            self._cut.add(source)
+            if source not in self.report.truncated:
+                self.report.truncated.append(source)
 
     def _handle_refusal(self, error: duckdb.Error, attempts: int) -> None:
         match = _FILE_IN_ERROR.search(str(error))
@@ -152,11 +193,21 @@ class _JsonLoader:
         if source is None:  # e.g. "Unexpected end of GZIP stream: PATH": the longest path it names
             named = [read for read in by_read if read in str(error)]
             source = by_read[max(named, key=len)] if named else None
-        if source is None or attempts > len(self._read):
+        if source is None:  # e.g. "Failed to decode gzip stream": find the file by walking the compressed ones
+            source = next((src for src, read in self._read.items() if read == src
+                           and src.name.lower().endswith((".gz", ".zst")) and diagnose(src).bad), None)
+        if source is None or attempts > 2 * len(self._read) + 1:
             raise ForensicsInputError(f"DuckDB could not read the traces ({error}); {EXPECTED}") from None
+        if self._read[source] == source and self._grew(source):  # written to while we read it
+            self._read_snapshot(source)
+            return
         if self._read[source] != source and source not in self._cut:  # a repaired copy was refused
             raise ForensicsInputError(f"{source}: still unreadable after repair ({error}); {EXPECTED}") from None
-        diagnosis = diagnose(source)
+        diagnosis = diagnose(source, max_line_bytes=self.max_line_bytes, size=self._sizes.get(source))
+        if not diagnosis.bad and "maximum_object_size" in str(error):
+            raise ForensicsInputError(
+                f"{source}: a line is longer than --max-line-bytes ({self.max_line_bytes:,} bytes); pass a "
+                "larger --max-line-bytes to read it") from None
         if source in self._cut:  # its partial last line is already counted as truncated; judge the rest
             self._cut.discard(source)
             if diagnosis.truncated_last:
@@ -177,7 +228,7 @@ class _JsonLoader:
         """Read a zstd file that ends mid-frame through a copy of the lines it still holds."""
         target = self._scratch(source)
         try:
-            diagnosis = diagnose(source, keep=target)
+            diagnosis = diagnose(source, keep=target, max_line_bytes=self.max_line_bytes)
         except ForensicsInputError:  # no zstd command to recover the complete lines with
             raise ForensicsInputError(
                 f"{source}: this zstd file ends mid-frame (it was cut short, for example copied while "
@@ -200,24 +251,20 @@ class _JsonLoader:
         sql = (
             "SELECT * REPLACE (coalesce(list_extract(CAST($sources AS VARCHAR[]), "
             "list_position(CAST($fixed AS VARCHAR[]), source_file)), source_file) AS source_file) "
-            "FROM otlp_spans($paths)"
+            "FROM otlp_spans($paths, max_line_bytes := $max_line_bytes)"
         )
-        return sql, {"paths": [str(p) for p in self._read.values()],
+        return sql, {"paths": [str(p) for p in self._read.values()], "max_line_bytes": self.max_line_bytes,
                      "sources": [src for src, _ in fixed], "fixed": [read for _, read in fixed]}
 
     def load(self, files: list[Path], parquet: Optional[Path] = None) -> LoadReport:
-        """Read ``files`` into ``spans_base``, or stream them into the Parquet file ``parquet``."""
+        """Read ``files`` into ``spans_loaded``, or stream them into the Parquet file ``parquet``."""
         started = time.perf_counter()
         self.report.files = len(files)
         for source in files:
-            cut = truncated_tail(source)
+            self._sizes.setdefault(source, source.stat().st_size)
             self._read[source] = source
-            if cut:
-                target = self._scratch(source)
-                copy_prefix(source, target, source.stat().st_size - cut)
-                self._read[source] = target
-                self._cut.add(source)
-                self.report.truncated.append(source)
+            if truncated_tail(source, self._sizes[source]):
+                self._read_snapshot(source)
             elif source.name.lower().endswith(".zst") and zstd_truncated(source):
                 self._cut_zstd(source)
         attempts = 0
@@ -228,17 +275,21 @@ class _JsonLoader:
                 try:
                     with _ProgressTicker(self.con, "reading traces", self.progress):
                         if parquet is None:
-                            self.con.execute(f"CREATE OR REPLACE TEMP TABLE {SPANS_BASE} AS {sql}", params).fetchall()
+                            self.con.execute(f"CREATE OR REPLACE TABLE {SPANS_LOADED} AS {sql}", params).fetchall()
                         else:  # streamed: the spans never sit in memory all at once
                             self.con.sql(sql, params=params).write_parquet(str(parquet), compression="zstd")
-                    break
+                    grown = [src for src, read in self._read.items() if read == src and self._grew(src)]
+                    if not grown:
+                        break
+                    for source in grown:  # read what they held when the load began, and again
+                        self._read_snapshot(source)
                 except (duckdb.InvalidInputException, duckdb.ConversionException, duckdb.IOException) as error:
                     self._handle_refusal(error, attempts)
         finally:
             if self._tmp is not None:
                 self._tmp.cleanup()
         if parquet is None:
-            row = self.con.execute(f"SELECT count(*) FROM {SPANS_BASE}").fetchall()[0]
+            row = self.con.execute(f"SELECT count(*) FROM {SPANS_LOADED}").fetchall()[0]
         else:
             row = self.con.execute("SELECT count(*) FROM read_parquet($p)", {"p": str(parquet)}).fetchall()[0]
         self.report.spans = int(row[0])
@@ -253,10 +304,11 @@ def load_to_parquet(
     *,
     skip_bad_lines: bool = False,
     progress: Optional[Progress] = None,
+    max_line_bytes: int = MAX_LINE_BYTES,
 ) -> LoadReport:
     """Validate ``files`` like :func:`load` and stream their spans into the Parquet file ``target``."""
     install_macros(con)
-    return _JsonLoader(con, skip_bad_lines, progress).load(files, parquet=target)
+    return _JsonLoader(con, skip_bad_lines, progress, max_line_bytes).load(files, parquet=target)
 
 
 _PART_COLUMNS = frozenset({"run_id", "trace_id", "span_id", "start_time_unix_nano", "attribute_keys",
@@ -286,11 +338,13 @@ def load(
     *,
     skip_bad_lines: bool = False,
     progress: Optional[Progress] = None,
+    max_line_bytes: int = MAX_LINE_BYTES,
 ) -> LoadReport:
     """Make ``spans`` in ``con`` from ``inputs`` and return what loading found.
 
-    JSON lines become a temporary table; Parquet parts alone become a view (nothing is copied);
-    both together are combined into the table.
+    JSON lines become a table in ``con``'s database; Parquet parts alone become a view (nothing is
+    copied); both together are combined into the table. Copies of one span are then counted and
+    dropped (:func:`~telemetry.forensics.dedup.deduplicate`), whatever the source.
     """
     install_macros(con)
     report = LoadReport()
@@ -298,24 +352,27 @@ def load(
     if parquet:
         _check_parts(con, parquet)
     if inputs.json_files:
+        loader = _JsonLoader(con, skip_bad_lines, progress, max_line_bytes)
+        loader.snapshot(inputs.json_files)
         if progress:
-            total = sum(p.stat().st_size for p in inputs.json_files)
+            total = sum(loader.sizes.values())
             progress(f"reading {len(inputs.json_files)} JSON-lines file(s), {total / 1e6:,.1f} MB")
-        report = _JsonLoader(con, skip_bad_lines, progress).load(inputs.json_files)
+        report = loader.load(inputs.json_files)
         if parquet:
-            con.read_parquet(parquet, union_by_name=True).insert_into(SPANS_BASE)
+            con.read_parquet(parquet, union_by_name=True).insert_into(SPANS_LOADED)
     elif parquet:
         started = time.perf_counter()
-        con.read_parquet(parquet, union_by_name=True).create_view(SPANS_BASE, replace=True)
+        con.read_parquet(parquet, union_by_name=True).create_view(SPANS_LOADED, replace=True)
         report.files = len(parquet)
         report.seconds = time.perf_counter() - started
     else:
         raise ForensicsInputError("no trace files to read")
-    con.execute(_spans_sql()[1]).fetchall()
     if parquet:
-        row = con.execute(f"SELECT count(*) FROM {SPANS_BASE}").fetchall()[0]
+        row = con.execute(f"SELECT count(*) FROM {SPANS_LOADED}").fetchall()[0]
         report.spans = int(row[0])
         report.files = len(inputs.json_files) + len(parquet)
+    report.duplicates = deduplicate(con, SPANS_LOADED, SPANS_BASE, is_table=bool(inputs.json_files))
+    con.execute(_spans_sql()[1]).fetchall()
     if progress:
         progress(f"loaded {report.spans:,} spans from {report.files} file(s) in {report.seconds:.1f} s")
     return report

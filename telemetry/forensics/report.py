@@ -7,8 +7,9 @@ import datetime as _dt
 import io
 import json
 from dataclasses import dataclass, field
-from typing import Any, Literal, Sequence
+from typing import Any, Literal, Optional, Sequence
 
+from .evidence import Evidence
 from .loading import LoadReport
 from .questions import Question
 
@@ -65,6 +66,20 @@ def format_rows(rows: Sequence[dict[str, Any]], columns: Sequence[str], fmt: For
     return "\n".join(lines)
 
 
+def format_answer(rows: Sequence[dict[str, Any]], columns: Sequence[str], fmt: Format, question: Question,
+                  evidence: Evidence) -> str:
+    """One question's answer with what it rests on: JSON carries the evidence and the caveats that
+    apply to this question; a table is followed by one ``note:`` line per caveat (CSV stays rows)."""
+    caveats = evidence.caveats(question.name)
+    if fmt == "json":
+        return json.dumps({"question": question.name, "rows": json.loads(format_rows(rows, columns, "json")),
+                           "caveats": caveats, "evidence": _plain(evidence.as_dict())}, indent=2)
+    text = format_rows(rows, columns, fmt)
+    if fmt == "table":
+        text += "".join(f"\nnote: {c}" for c in caveats)
+    return text
+
+
 @dataclass
 class Section:
     """One question's part of the report: how many rows and the worst few."""
@@ -82,6 +97,7 @@ class Report:
     sections: list[Section]
     load: LoadReport
     paths: list[str]
+    evidence: Optional[Evidence] = None
 
     @property
     def findings(self) -> int:
@@ -89,10 +105,12 @@ class Report:
         return sum(s.count for s in self.sections if s.question.is_finding)
 
     def as_dict(self) -> dict[str, Any]:
+        evidence = self.evidence
         return {
             "spans": self.load.spans,
             "files": self.load.files,
-            "warnings": self.load.warnings(),
+            "warnings": evidence.warnings() if evidence else self.load.warnings(),
+            "evidence": _plain(evidence.as_dict()) if evidence else None,
             "findings": self.findings,
             "questions": [
                 {
@@ -100,6 +118,7 @@ class Report:
                     "description": s.question.description,
                     "is_finding": s.question.is_finding,
                     "rows": s.count,
+                    "caveats": evidence.caveats(s.question.name) if evidence else [],
                     "examples": [{c: _plain(r.get(c)) for c in s.columns} for r in s.examples],
                 }
                 for s in self.sections
@@ -116,7 +135,9 @@ class Report:
             return format_rows(rows, ["question", "rows", "is_finding", "description"], "csv")
         paths = " ".join(self.paths)
         out = [f"Forensics report: {self.load.spans:,} spans from {self.load.files} file(s)"]
-        out += [f"warning: {w}" for w in self.load.warnings()]
+        out += [f"warning: {w}" for w in (self.evidence.warnings() if self.evidence else self.load.warnings())]
+        if self.evidence:
+            out += self.evidence.render()
         found = [s for s in self.sections if s.count]
         clean = [s for s in self.sections if not s.count]
         out.append(f"{self.findings} finding(s) in {sum(1 for s in found if s.question.is_finding)} question(s)")
@@ -128,4 +149,8 @@ class Report:
             out.append(f"   detail{more}: outcome-telemetry forensics {s.question.name} {paths}")
         if clean:
             out += ["", "Nothing found: " + ", ".join(s.question.name for s in clean)]
+            if self.evidence:
+                qualified = [s.question.name for s in clean if self.evidence.caveats(s.question.name)]
+                if qualified:
+                    out.append("   given the evidence above (see its caveats): " + ", ".join(qualified))
         return "\n".join(out)

@@ -9,7 +9,10 @@ after the last newline (a process killed mid-write leaves a partial last line th
 from __future__ import annotations
 
 import gzip
+import io
 import json
+import re
+import zlib
 import shutil
 import subprocess
 from dataclasses import dataclass, field
@@ -50,15 +53,18 @@ class Diagnosis:
         return self.truncated_last and len(self.bad) == 1
 
 
-def truncated_tail(path: Path) -> int:
+def truncated_tail(path: Path, size: Optional[int] = None) -> int:
     """Return how many bytes of a partial last line end ``path`` (0 when the file is complete).
 
-    A last line without a newline that still parses as JSON is complete, not truncated.
-    Compressed files return 0: their damage shows up when DuckDB reads them.
+    ``size`` is the file's length as the caller saw it (one size per file for a whole load, so a
+    file still being written is judged as it was); by default the current size. A last line
+    without a newline that still parses as JSON is complete, not truncated. Compressed files
+    return 0: their damage shows up when DuckDB reads them.
     """
     if path.name.lower().endswith((".gz", ".zst")):
         return 0
-    size = path.stat().st_size
+    if size is None:
+        size = path.stat().st_size
     if size == 0:
         return 0
     with open(path, "rb") as handle:
@@ -80,7 +86,7 @@ def truncated_tail(path: Path) -> int:
         return 0
     try:
         json.loads(tail)
-    except ValueError:
+    except (ValueError, RecursionError):
         return len(tail)
     return 0
 
@@ -147,7 +153,7 @@ def copy_prefix(source: Path, target: Path, length: int) -> None:
             remaining -= len(chunk)
 
 
-def _open_lines(path: Path) -> IO[bytes]:
+def _open_lines(path: Path, size: Optional[int] = None) -> IO[bytes]:
     name = path.name.lower()
     if name.endswith(".gz"):
         return cast(IO[bytes], gzip.open(path, "rb"))
@@ -164,13 +170,131 @@ def _open_lines(path: Path) -> IO[bytes]:
             "the line (note: a Collector file exporter with compression writes length-prefixed "
             "frames, not lines; configure it without compression)"
         )
+    if size is not None:  # only the bytes the load began with
+        return io.BufferedReader(_Prefix(path, size), 1 << 20)
     return open(path, "rb")
 
 
-def _line_problem(raw: bytes) -> Optional[str]:
+class _Prefix(io.RawIOBase):
+    """The first ``size`` bytes of a file that may be growing, read in chunks."""
+
+    def __init__(self, path: Path, size: int):
+        self._handle = open(path, "rb")
+        self._left = size
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: "bytearray | memoryview") -> int:  # type: ignore[override]
+        view = memoryview(buffer)[: max(0, self._left)]
+        count = self._handle.readinto(view) if len(view) else 0
+        self._left -= count
+        return count
+
+    def close(self) -> None:
+        self._handle.close()
+        super().close()
+
+
+_TRACE_ID = re.compile(r"[0-9a-fA-F]{32}")
+_SPAN_ID = re.compile(r"[0-9a-fA-F]{16}")
+_DIGITS = re.compile(r"[0-9]+")
+_TIME_LIMIT = 1 << 63
+
+
+def _is_time(value: object) -> bool:
+    """An OTLP time: a decimal integer, as a JSON number or a string, in [0, 2^63)."""
+    if isinstance(value, bool):
+        return False
+    if isinstance(value, int):
+        return 0 <= value < _TIME_LIMIT
+    return isinstance(value, str) and _DIGITS.fullmatch(value) is not None and int(value) < _TIME_LIMIT
+
+
+def _wrong(value: object, kind: type) -> bool:
+    """Present and not of ``kind`` (JSON null counts as absent, as in the SQL)."""
+    return value is not None and not isinstance(value, kind)
+
+
+_SCALARS = ("stringValue", "boolValue", "intValue", "doubleValue", "bytesValue", "kvlistValue")
+
+
+def _attributes_problem(attributes: object, where: str) -> Optional[str]:
+    if _wrong(attributes, list):
+        return f'{where} "attributes" is not a list'
+    bad = f'{where} attribute is not {{"key": ..., "value": {{...}}}} with a value'
+    for attribute in attributes or []:  # type: ignore[attr-defined]
+        if not isinstance(attribute, dict) or attribute.get("key") is None or not isinstance(attribute.get("value"), dict):
+            return bad
+        value = attribute["value"]
+        array = value.get("arrayValue")
+        if not isinstance(array, dict) and all(value.get(k) is None for k in _SCALARS):
+            return bad  # empty, or an arrayValue that is not an object: nothing would read
+        if isinstance(array, dict) and any(not isinstance(v, dict) for v in _listed(array.get("values"))):
+            return bad
+    return None
+
+
+def _listed(value: object) -> list[object]:
+    return value if isinstance(value, list) else []
+
+
+def _span_problem(span: object) -> Optional[str]:
+    """Why one element of ``spans`` is not an OTLP span (the rules ``queries/spans.sql`` applies)."""
+    if not isinstance(span, dict):
+        return 'an element of "spans" is not an object'
+    if not isinstance(span.get("traceId"), str) or not _TRACE_ID.fullmatch(span["traceId"]):
+        return f"a span's traceId is not 32 hex characters ({span.get('traceId')!r})"
+    if not isinstance(span.get("spanId"), str) or not _SPAN_ID.fullmatch(span["spanId"]):
+        return f"a span's spanId is not 16 hex characters ({span.get('spanId')!r})"
+    parent = span.get("parentSpanId")
+    if parent not in (None, "") and not (isinstance(parent, str) and _SPAN_ID.fullmatch(parent)):
+        return f"a span's parentSpanId is not empty or 16 hex characters ({parent!r})"
+    start, end = span.get("startTimeUnixNano"), span.get("endTimeUnixNano")
+    if not _is_time(start) or not _is_time(end):
+        return (f"a span's startTimeUnixNano or endTimeUnixNano is not an integer in [0, 2^63) "
+                f"({start!r}, {end!r})")
+    if int(end) < int(start):  # type: ignore[arg-type]
+        return f"a span ends before it starts ({start!r} > {end!r})"
+    return _attributes_problem(span.get("attributes"), "a span")
+
+
+def _structure_problem(resource_spans: list[object]) -> Optional[str]:
+    """The first OTLP structure rule a TracesData's ``resourceSpans`` breaks, or None."""
+    for rs in resource_spans:
+        if not isinstance(rs, dict):
+            return 'an element of "resourceSpans" is not an object'
+        if _wrong(rs.get("scopeSpans"), list):
+            return '"scopeSpans" is not a list'
+        resource = rs.get("resource")
+        if _wrong(resource, dict):
+            return '"resource" is not an object'
+        problem = _attributes_problem((resource or {}).get("attributes"), "a resource")
+        if problem:
+            return problem
+        for ss in rs.get("scopeSpans") or []:
+            if not isinstance(ss, dict):
+                return 'an element of "scopeSpans" is not an object'
+            if _wrong(ss.get("spans"), list):
+                return '"spans" is not a list'
+            if _wrong(ss.get("scope"), dict):
+                return '"scope" is not an object'
+            for span in ss.get("spans") or []:
+                problem = _span_problem(span)
+                if problem:
+                    return problem
+    return None
+
+
+def line_problem(raw: bytes, max_line_bytes: Optional[int] = None) -> Optional[str]:
     """Why one non-empty line is not an OTLP TracesData object, or None when it is one."""
+    if max_line_bytes is not None and len(raw.rstrip(b"\r\n")) > max_line_bytes:
+        return (f"the line is {len(raw):,} bytes, longer than --max-line-bytes ({max_line_bytes:,}); "
+                "pass a larger --max-line-bytes to read it")
     try:
         value = json.loads(raw)
+    except RecursionError:
+        return "JSON nested too deeply to read (thousands of levels); this is not an OTLP TracesData object"
     except json.JSONDecodeError as exc:
         stripped = raw.strip()
         if stripped in (b"{", b"[", b"}", b"]", b"},", b"],") or stripped.startswith(b'"'):
@@ -185,12 +309,7 @@ def _line_problem(raw: bytes) -> Optional[str]:
         return f"a JSON {type(value).__name__}, not an object"
     spans = value.get("resourceSpans")
     if isinstance(spans, list):
-        for rs in spans:
-            for ss in (rs or {}).get("scopeSpans") or []:
-                for span in (ss or {}).get("spans") or []:
-                    if not isinstance(span, dict) or not span.get("traceId") or not span.get("spanId"):
-                        return "a span without traceId or spanId, which OTLP requires"
-        return None
+        return _structure_problem(spans)
     for other, what in (("resourceMetrics", "OTLP metrics"), ("resourceLogs", "OTLP logs")):
         if other in value:
             return f"{what}, not traces"
@@ -206,16 +325,18 @@ def _iter_lines(handle: IO[bytes]) -> Iterator[tuple[int, bytes, bool]]:
         yield number, raw, raw.endswith(b"\n")
 
 
-def diagnose(path: Path, keep: Optional[Path] = None) -> Diagnosis:
+def diagnose(path: Path, keep: Optional[Path] = None, *, max_line_bytes: Optional[int] = None,
+             size: Optional[int] = None) -> Diagnosis:
     """Walk ``path`` line by line and record every line that is not an OTLP TracesData object.
 
     With ``keep``, the good lines are written there, so the loader can read a repaired copy.
+    ``size`` limits a plain file to the length the load began with (a file still being written).
     This is the slow path, run only on a file DuckDB refused.
     """
     result = Diagnosis(path=path)
     sink = open(keep, "wb") if keep is not None else None
     try:
-        with _open_lines(path) as handle:
+        with _open_lines(path, size) as handle:
             last_had_newline = True
             last_bad_number = 0
             try:
@@ -224,7 +345,7 @@ def diagnose(path: Path, keep: Optional[Path] = None) -> Diagnosis:
                     if not raw.strip():
                         continue
                     result.lines = number
-                    problem = _line_problem(raw)
+                    problem = line_problem(raw, max_line_bytes)
                     if problem is None:
                         result.good_lines += 1
                         if sink is not None:
@@ -232,7 +353,7 @@ def diagnose(path: Path, keep: Optional[Path] = None) -> Diagnosis:
                     else:
                         result.bad.append(BadLine(number, problem))
                         last_bad_number = number
-            except gzip.BadGzipFile as exc:  # not gzip, or corrupt: not a truncation
+            except (gzip.BadGzipFile, zlib.error) as exc:  # not gzip, or corrupt: not a truncation
                 result.bad.append(BadLine(result.lines + 1, f"not a valid gzip stream ({exc}); "
                                                             "check the file's name and compression"))
                 return result

@@ -226,8 +226,13 @@ def test_legacy_free_text_chain_lets_forensics_find_the_dropping_hop(
 
     everything = " ".join(item["text"] for item in ROOT)
     without_c3 = " ".join(item["text"] for item in ROOT if item["id"] != "C3")
-    for context in (everything, without_c3, without_c3 + " (cache as needed)", without_c3):
-        delegate("next step", context)
+    from telemetry import agent
+
+    # Forensics compares spans within a run: the hand-offs share one conversation. The root was
+    # registered outside it (by the fixture), so the chain is judged from its earliest hop present.
+    with agent("crew", conversation_id="legacy-chain"):
+        for context in (everything, without_c3, without_c3 + " (cache as needed)", without_c3):
+            delegate("next step", context)
     legacy = telemetry_capture.spans(delegate.__name__)
     assert [attrs(s)[c.DELEGATION_HOP] for s in legacy] == [1, 2, 3, 4]
     assert "C3" not in attrs(legacy[1])[c.DELEGATION_CONSTRAINTS_CARRIED]
@@ -240,7 +245,7 @@ def test_legacy_free_text_chain_lets_forensics_find_the_dropping_hop(
     with open_traces([trace_file]) as forensics:
         rows = forensics.run("constraint_loss_by_hop")
     assert [(r["constraint_id"], r["last_hop_carried"], r["dropped_at_hop"]) for r in rows] == [("C3", 1, 2)]
-    assert rows[0]["root_task_id"] == "T0"
+    assert rows[0]["root_task_id"] == "T0" and rows[0]["root_seen"] is False and rows[0]["baseline_hop"] == 1
 
 
 def test_legacy_handoff_wiring_errors_raise_naming_the_task(ledger: Delegations) -> None:

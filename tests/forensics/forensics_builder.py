@@ -47,7 +47,7 @@ def any_value(value: Any, numbers_as_json: bool = False) -> dict[str, Any]:
 class Span:
     run: str
     tool: str
-    kind: str
+    kind: Optional[str]
     agent: Optional[str]
     t: float
     attributes: dict[str, Any]
@@ -71,7 +71,7 @@ class TraceBuilder:
 
     spans: list[Span] = field(default_factory=list)
 
-    def add(self, run: str, tool: str, kind: str, agent: Optional[str], t: float, *,
+    def add(self, run: str, tool: str, kind: Optional[str], agent: Optional[str], t: float, *,
             outcome: str = c.OUTCOME_OK, transport: str = c.TRANSPORT_OK, conversation: bool = True,
             **attributes: Any) -> Span:
         """Plant one tool span; ``attributes`` use conventions constants via ``attrs()``."""
@@ -92,6 +92,8 @@ class TraceBuilder:
         if span.outcome != c.OUTCOME_OK:
             attrs[c.ERROR_TYPE] = span.outcome
         attrs.update(span.attributes)
+        if span.kind is None:  # another instrumentation's span: no tool.kind
+            del attrs[c.TOOL_KIND]
         start, end = ns(span.t), ns(span.t) + 1_500_000
         trace_id, span_id = span.trace_id, span.span_id
         if "upper" in quirks:

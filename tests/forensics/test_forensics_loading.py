@@ -189,10 +189,10 @@ def test_zstd_files_load_and_their_bad_lines_are_located(tmp_path: Path) -> None
 
 def test_several_damaged_files_are_each_repaired_and_reported(tmp_path: Path) -> None:
     """Two files with bad lines and one truncated file: all skipped lines reported per file, all good spans kept."""
-    lines = _small().lines(per_line=1)
-    for name in ("a", "b"):
-        (tmp_path / f"{name}.jsonl").write_text(lines[0] + "\n{broken\n" + lines[1] + "\n")
-    (tmp_path / "c.jsonl").write_text(lines[0] + "\n" + lines[1][:10])
+    lines = _many_lines(6)  # distinct spans in every file, so none is a copy of another
+    for number, name in enumerate(("a", "b")):
+        (tmp_path / f"{name}.jsonl").write_text(lines[2 * number] + "\n{broken\n" + lines[2 * number + 1] + "\n")
+    (tmp_path / "c.jsonl").write_text(lines[4] + "\n" + lines[5][:10])
     with open_traces([tmp_path], skip_bad_lines=True) as traces:
         assert traces.load_report.spans == 5
         assert sorted(d.path.name for d in traces.load_report.skipped) == ["a.jsonl", "b.jsonl"]
