@@ -84,8 +84,8 @@ class ResultClass(NamedTuple):
 OK = ResultClass(c.TRANSPORT_OK, c.OUTCOME_OK, None)
 
 
-def _status_of(result: Any) -> int | None:
-    status = result.get("status_code") if isinstance(result, Mapping) else getattr(result, "status_code", None)
+def _status_of(status: Any) -> int | None:
+    """``status`` (a result's ``status_code``) as an HTTP status, or None when it is not one."""
     if isinstance(status, bool) or not isinstance(status, int):
         return None
     # Only a value an HTTP response can carry counts (an IntEnum such as HTTPStatus becomes a
@@ -138,6 +138,11 @@ def _jsonrpc_code(error: Mapping[str, Any]) -> str:
     return (_code_of(code) if isinstance(code, str) else None) or c.OUTCOME_TOOL_ERROR
 
 
+def _structured_outcome(structured: Any) -> str:
+    """An MCP error result's outcome: its structured content's envelope code, else tool_error."""
+    return (_mapping_outcome(structured) if isinstance(structured, Mapping) else None) or c.OUTCOME_TOOL_ERROR
+
+
 def _mapping_outcome(result: Mapping[str, Any]) -> str | None:
     """The outcome a mapping envelope reports, or None when it reports no failure."""
     get = result.get
@@ -148,8 +153,7 @@ def _mapping_outcome(result: Mapping[str, Any]) -> str | None:
     if get("rejected") is True:
         return c.OUTCOME_REJECTED_STALE_VERSION
     if get("isError") is True:
-        structured = get("structuredContent")
-        return (_mapping_outcome(structured) if isinstance(structured, Mapping) else None) or c.OUTCOME_TOOL_ERROR
+        return _structured_outcome(get("structuredContent"))
     if _failed(get("success")) or _failed_status(get("status")):
         return _envelope_code(get)
     errors = get("errors")
@@ -180,8 +184,7 @@ def _is_tool_failure(result: Any) -> bool:
 def _object_outcome(result: Any) -> str | None:
     """The outcome an object (not a mapping) reports, or None when it reports no failure."""
     if _is_error(result):
-        structured = _structured(result)
-        return (_mapping_outcome(structured) if isinstance(structured, Mapping) else None) or c.OUTCOME_TOOL_ERROR
+        return _structured_outcome(_structured(result))
     if _is_tool_failure(result):
         return _code_of(getattr(result, "code", None)) or c.OUTCOME_TOOL_ERROR
     if _failed(getattr(result, "success", None)) or _failed_status(getattr(result, "status", None)):
@@ -192,10 +195,12 @@ def _object_outcome(result: Any) -> str | None:
 def _builtin(result: Any) -> ResultClass:
     if result is None or isinstance(result, _SCALARS):
         return OK
-    status = _status_of(result)
+    # `type(...) is dict` first: the common result, and cheaper than the ABC check.
+    is_mapping = type(result) is dict or isinstance(result, Mapping)
+    status = _status_of(result.get("status_code") if is_mapping else getattr(result, "status_code", None))
     if status is not None and not 200 <= status < 300:
         return ResultClass(c.TRANSPORT_ERROR, _STATUS_OUTCOMES.get(status, c.OUTCOME_ERROR), status)
-    outcome = _mapping_outcome(result) if isinstance(result, Mapping) else _object_outcome(result)
+    outcome = _mapping_outcome(result) if is_mapping else _object_outcome(result)
     if outcome is not None:
         return ResultClass(c.TRANSPORT_OK, outcome, status)
     return OK if status is None else ResultClass(c.TRANSPORT_OK, c.OUTCOME_OK, status)

@@ -181,3 +181,18 @@ def test_bad_arguments_are_refused_by_name() -> None:
         telemetry_crewai.instrument([print])
     with pytest.raises(telemetry.ConfigurationError, match="takes a Crew"):
         telemetry_crewai.instrument(42)
+
+
+def test_unreadable_crewai_scope_costs_the_ids_not_the_call(telemetry_capture: Capture, monkeypatch: pytest.MonkeyPatch) -> None:
+    """If CrewAI's event scope cannot be read (another version), the tool runs and is recorded, without ids."""
+
+    class Broken:
+        @property
+        def _event_id_stack(self) -> Any:
+            raise RuntimeError("moved in another CrewAI version")
+
+    monkeypatch.setattr(telemetry_crewai, "_crewai_events", Broken())
+    (slack,) = telemetry_crewai.instrument([_fresh_send_slack()])
+    assert slack.run(channel="#ops", text="hi") == {"ok": True, "channel": "#ops"}
+    span = telemetry_capture.span("send_slack")
+    assert span.attributes[c.TOOL_OUTCOME] == "ok" and c.GEN_AI_TOOL_CALL_ID not in span.attributes
