@@ -15,11 +15,13 @@ the tool runs, from CrewAI's event scope (the context the framework keeps for it
 - ``gen_ai.agent.id``: the agent's ``role``, for tools reached through a crew or an agent.
 
 An id CrewAI does not expose (another version, a tool called outside a run) is simply absent;
-telemetry never raises into the crew. A tool object shared by two agents is attributed to the
-first one it was instrumented for; give each agent its own instance to tell them apart.
+telemetry never raises into the crew. What the user set with ``telemetry.agent()`` or
+``telemetry.tool_call_id()`` wins (:func:`telemetry.instrument.framework_context`). A tool object
+shared by two agents is attributed to the first one it was instrumented for; give each agent its
+own instance to tell them apart.
 
     crew = Crew(agents=[researcher, writer], tasks=[...])
-    telemetry.integrations.crewai.instrument(crew, tools={"send_slack": {"kind": "send"}})
+    telemetry.integrations.crewai.instrument(crew, kinds={"send_slack": "send"})
 
 Install with ``pip install 'outcome-telemetry[crewai]'``.
 """
@@ -29,12 +31,12 @@ from __future__ import annotations
 import functools
 import inspect
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from contextlib import ExitStack
 from typing import Any, TypeVar
 
 from ..exceptions import ConfigurationError
-from ..instrument import SPEC_ATTRIBUTE, ToolOptions, agent, current_agent, instrument_with, tool_call_id
+from ..instrument import ReadbackFn, framework_context
 from ..runtime import containment as _safe
+from ._common import Selection
 
 try:
     from crewai.events import event_context as _crewai_events
@@ -45,45 +47,49 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
         "telemetry.integrations.crewai needs CrewAI: pip install 'outcome-telemetry[crewai]'"
     ) from exc
 
+__all__ = ["DEFAULT_EXCEPTIONS", "instrument"]
+
 T = TypeVar("T")
+
+DEFAULT_EXCEPTIONS: Mapping[type[BaseException], str] = {}
+"""None: a CrewAI tool reports failure by returning ``ToolFailure``, which the classifier reads."""
 
 _CALL_SCOPE = "tool_usage_started"
 _RUN_SCOPES = ("crew_kickoff_started", "flow_started", "lite_agent_execution_started")
-_WHERE = "telemetry.integrations.crewai.instrument"
+_WHERE = "crewai.instrument"
+_SCOPED = "__outcome_telemetry_crewai__"
 
 
-def instrument(target: T, *, tools: Mapping[str, ToolOptions | Mapping[str, Any]] | None = None, **defaults: Any) -> T:
+def instrument(
+    target: T,
+    *,
+    kinds: Mapping[str, str] | None = None,
+    readbacks: Mapping[str, ReadbackFn] | None = None,
+    exceptions: Mapping[type[BaseException], str] | None = None,
+    agent_name: str | None = None,
+) -> T:
     """Instrument every tool of ``target`` (a ``Crew``, an ``Agent``, or an iterable of tools).
 
-    ``defaults`` are ``instrument_tool`` options for every tool (``kind="read"``...); ``tools``
-    maps a tool's name (as CrewAI shows it or as the model calls it) to options of its own,
-    a mapping laid over the defaults or a whole :class:`ToolOptions`. Call it before
-    ``kickoff()``. Returns ``target``, changed in place; a tool already instrumented is left as
-    is, so calling it twice is harmless. A name in ``tools`` that matches no tool is a
-    :class:`ConfigurationError`, as is an unknown option.
+    Parameters:
+        kinds: tool name (the one the model calls, CrewAI's sanitised name) to
+            ``read``/``write``/``send``/``delegate`` (default ``write``).
+        readbacks: tool name to a ``readback(call, result)`` callable for writes.
+        exceptions: exception class to outcome code (none by default).
+        agent_name: ``gen_ai.agent.id`` for tools given as a list (a crew's and an agent's
+            tools get the agent's ``role``).
+
+    Call it before ``kickoff()``. Returns ``target``, changed in place. Safe to call again:
+    nothing is instrumented twice. A name in ``kinds``/``readbacks`` that is no tool is a
+    :class:`ConfigurationError`.
     """
-    base = ToolOptions.from_mapping(defaults, where=_WHERE)
-    per_tool = {name: _options(name, given, base) for name, given in (tools or {}).items()}
-    used: set[str] = set()
-    for tool, agent_id in _tools_of(target):
-        names = (tool.name, sanitize_tool_name(tool.name))
-        key = next((n for n in names if n in per_tool), None)
-        if key is not None:
-            used.add(key)
-        _instrument_tool(tool, per_tool[key] if key is not None else base, agent_id)
-    unused = sorted(set(per_tool) - used)
-    if unused:
-        raise ConfigurationError(f"{_WHERE}: tools={unused!r} name no tool of {target!r}; check the names")
+    selection = Selection(_WHERE, kinds=kinds, readbacks=readbacks, exceptions=exceptions, defaults=DEFAULT_EXCEPTIONS)
+    names: list[str] = []
+    for tool, role in _tools_of(target):
+        name = sanitize_tool_name(tool.name)
+        names.append(name)
+        _instrument_tool(tool, name, selection, role or agent_name)
+    selection.check_all_named(names)
     return target
-
-
-def _options(name: str, given: ToolOptions | Mapping[str, Any], base: ToolOptions) -> ToolOptions:
-    if isinstance(given, ToolOptions):
-        return given
-    if isinstance(given, Mapping):
-        ToolOptions.from_mapping(given, where=f"{_WHERE}(tools={name!r})")  # names checked
-        return base.replace(**given)
-    raise ConfigurationError(f"{_WHERE}: tools[{name!r}] must be a mapping of options or a ToolOptions, got {given!r}")
 
 
 def _tools_of(target: Any) -> Iterator[tuple[Any, str | None]]:
@@ -94,10 +100,9 @@ def _tools_of(target: Any) -> Iterator[tuple[Any, str | None]]:
         for member in target.agents or ():
             yield from _tools_of(member)
         for task in target.tasks or ():
-            owner = getattr(task, "agent", None)
-            role = getattr(owner, "role", None)
+            role = getattr(getattr(task, "agent", None), "role", None)
             for tool in task.tools or ():
-                yield tool, role if isinstance(role, str) else None
+                yield tool, role if isinstance(role, str) and role else None
     elif hasattr(target, "role") and hasattr(target, "tools"):  # an Agent
         role = target.role
         for tool in target.tools or ():
@@ -111,18 +116,22 @@ def _tools_of(target: Any) -> Iterator[tuple[Any, str | None]]:
         raise ConfigurationError(f"{_WHERE} takes a Crew, an Agent or a list of CrewAI tools, got {target!r}")
 
 
-def _instrument_tool(tool: Any, options: ToolOptions, agent_id: str | None) -> None:
-    options = options if options.name is not None else options.replace(name=sanitize_tool_name(tool.name))
+def _instrument_tool(tool: Any, name: str, selection: Selection, role: str | None) -> None:
     if isinstance(tool, Tool):  # made with @tool: the user's own function, annotations and all
-        if not hasattr(tool.func, SPEC_ATTRIBUTE):
-            object.__setattr__(tool, "func", _in_crewai_scope(instrument_with(tool.func, options), agent_id))
+        _wrap(tool, "func", tool.func, name, selection, role)
         return
     for method in ("_run", "_arun"):  # a BaseTool subclass: the methods it implements itself
-        bound = getattr(tool, method)
-        own = getattr(type(tool), method, None)
-        if hasattr(bound, SPEC_ATTRIBUTE) or own is getattr(BaseTool, method, None):
-            continue
-        object.__setattr__(tool, method, _in_crewai_scope(instrument_with(bound, options), agent_id))
+        if getattr(type(tool), method, None) is not getattr(BaseTool, method, None):
+            _wrap(tool, method, getattr(tool, method), name, selection, role)
+
+
+def _wrap(tool: Any, attribute: str, func: Any, name: str, selection: Selection, role: str | None) -> None:
+    """Instrument ``func`` unless it already is, and give it CrewAI's ids unless it has them."""
+    if getattr(func, _SCOPED, False):
+        selection.instrument(name, func)  # counted as seen; left as it is
+        return
+    # Set past pydantic's field handling: the tool's class and fields stay as they were.
+    object.__setattr__(tool, attribute, _in_crewai_scope(selection.instrument(name, func), role))
 
 
 def _scope_ids() -> tuple[str | None, str | None]:
@@ -131,53 +140,43 @@ def _scope_ids() -> tuple[str | None, str | None]:
     The call is the innermost ``tool_usage_started`` scope; the run is the outermost run scope
     (CrewAI runs an agent's loop as a flow of its own, inside the crew's kickoff).
     """
-    try:
-        stack = _crewai_events._event_id_stack.get()
-        call_id = next((eid for eid, kind in reversed(stack) if kind == _CALL_SCOPE), None)
-        run_id = next((eid for eid, kind in stack if kind in _RUN_SCOPES), None)
-    except Exception:  # another CrewAI version: no ids, never an error in the crew
-        return None, None
+    stack = _crewai_events._event_id_stack.get()
+    call_id = next((eid for eid, kind in reversed(stack) if kind == _CALL_SCOPE), None)
+    run_id = next((eid for eid, kind in stack if kind in _RUN_SCOPES), None)
     return (call_id if isinstance(call_id, str) and call_id else None,
             run_id if isinstance(run_id, str) and run_id else None)
 
 
-def _enter_ids(stack: ExitStack, agent_id: str | None) -> None:
+def _ids() -> tuple[str | None, str | None]:
     try:
-        _open_id_blocks(stack, agent_id)
-    except Exception as exc:  # the tool runs all the same, without the ids
+        return _scope_ids()
+    except Exception as exc:  # another CrewAI version: the tool runs all the same, without the ids
         _safe.report("reading CrewAI's ids", exc)
+        return None, None
 
 
-def _open_id_blocks(stack: ExitStack, agent_id: str | None) -> None:
-    call_id, run_id = _scope_ids()
-    outer = current_agent()
-    who = agent_id or (outer.agent_id if outer is not None else None)
-    if who is not None and (agent_id is not None or run_id is not None):
-        stack.enter_context(agent(who, conversation_id=run_id))
-    if call_id is not None:
-        stack.enter_context(tool_call_id(call_id))
+def _in_crewai_scope(instrumented: Callable[..., Any], role: str | None) -> Callable[..., Any]:
+    """Run the instrumented tool inside :func:`framework_context` with CrewAI's ids.
 
-
-def _in_crewai_scope(instrumented: Callable[..., Any], agent_id: str | None) -> Callable[..., Any]:
-    """Run the instrumented tool inside ``telemetry.agent``/``tool_call_id`` blocks for its ids.
-
-    CrewAI tools are plain or ``async`` functions; the blocks must be open while the recording
-    starts, so an ``async`` tool gets an ``async`` shim that opens them when awaited.
+    CrewAI tools are plain or ``async`` functions; the context must be open when the recording
+    starts, so an ``async`` tool gets an ``async`` shim that opens it when awaited.
     """
     if inspect.iscoroutinefunction(instrumented):
 
         @functools.wraps(instrumented)
         async def run_async(*args: Any, **kwargs: Any) -> Any:
-            with ExitStack() as stack:
-                _enter_ids(stack, agent_id)
+            call_id, run_id = _ids()
+            with framework_context(role, run_id, call_id):
                 return await instrumented(*args, **kwargs)
 
+        setattr(run_async, _SCOPED, True)
         return run_async
 
     @functools.wraps(instrumented)
     def run(*args: Any, **kwargs: Any) -> Any:
-        with ExitStack() as stack:
-            _enter_ids(stack, agent_id)
+        call_id, run_id = _ids()
+        with framework_context(role, run_id, call_id):
             return instrumented(*args, **kwargs)
 
+    setattr(run, _SCOPED, True)
     return run

@@ -78,7 +78,7 @@ def test_tool_failure_in_a_react_crew_is_a_reported_outcome(telemetry_capture: C
         react_call("send_slack", channel="#ops", text="deployed"),
         FINAL,
     ])
-    crew = telemetry_crewai.instrument(_crew(llm, [_fresh_send_slack()]), kind="send", outcomes=["channel_not_found"])
+    crew = telemetry_crewai.instrument(_crew(llm, [_fresh_send_slack()]), kinds={"send_slack": "send"})
     SENT.clear()
     output = crew.kickoff()
     crewai_event_bus.flush()
@@ -90,7 +90,7 @@ def test_tool_failure_in_a_react_crew_is_a_reported_outcome(telemetry_capture: C
     assert failed.attributes[c.TOOL_TRANSPORT] == c.TRANSPORT_OK
     assert failed.attributes[c.TOOL_KIND] == c.KIND_SEND
     assert sent.attributes[c.TOOL_OUTCOME] == c.OUTCOME_OK
-    assert telemetry_capture.calls("send_slack", outcome="channel_not_found") == 1
+    assert telemetry_capture.calls("send_slack", outcome="other") == 1  # an undeclared code, bounded label
     assert telemetry_capture.calls("send_slack", outcome="ok") == 1
     # CrewAI's ids: the tool-usage event of each call, the crew kickoff, the agent's role.
     started = sorted(e.started_event_id for e in events["finished"])
@@ -104,13 +104,13 @@ def test_native_function_calling_and_a_basetool_subclass(telemetry_capture: Capt
     """On CrewAI's function-calling path a BaseTool subclass's ToolFailure is recorded with its code."""
     llm = ScriptedLLM([native_call("call_1", "lookup_order", order_id="gone"),
                        native_call("call_2", "lookup_order", order_id="A-7"), FINAL], native=True)
-    crew = telemetry_crewai.instrument(_crew(llm, [LookupOrder()], role="support"), tools={"Lookup Order": {"kind": "read"}})
+    crew = telemetry_crewai.instrument(_crew(llm, [LookupOrder()], role="support"), kinds={"lookup_order": "read"})
     crew.kickoff()
     crewai_event_bus.flush()
 
     gone, found = telemetry_capture.spans("lookup_order")
     assert (gone.attributes[c.TOOL_OUTCOME], found.attributes[c.TOOL_OUTCOME]) == ("order_not_found", "ok")
-    assert gone.attributes[c.TOOL_READBACK] == c.READBACK_NOT_APPLICABLE  # kind=read from tools=
+    assert gone.attributes[c.TOOL_READBACK] == c.READBACK_NOT_APPLICABLE  # kind read, from kinds=
     assert sorted(s.attributes[c.GEN_AI_TOOL_CALL_ID] for s in (gone, found)) == sorted(
         e.started_event_id for e in events["finished"]
     )
@@ -125,6 +125,23 @@ def test_instrument_twice_records_each_call_once(telemetry_capture: Capture) -> 
     telemetry_crewai.instrument(crew.agents[0])
     crew.kickoff()
     assert len(telemetry_capture.spans("send_slack")) == 1
+
+
+def test_a_tool_already_under_instrument_tool_gets_the_ids_and_one_span(telemetry_capture: Capture) -> None:
+    """@instrument_tool(outcomes=...) under @tool: one span, with CrewAI's ids and the declared label."""
+
+    @tool("notify")
+    @telemetry.instrument_tool(kind="send", outcomes=["channel_not_found"])
+    def notify(channel: str) -> Any:
+        """Notify a channel."""
+        return ToolFailure(message="channel not found", code="channel_not_found")
+
+    llm = ScriptedLLM([react_call("notify", channel="#missing"), FINAL])
+    _crew_run = telemetry_crewai.instrument(_crew(llm, [notify]))
+    _crew_run.kickoff()
+    (span,) = telemetry_capture.spans("notify")
+    assert span.attributes[c.GEN_AI_AGENT_ID] == "notifier" and c.GEN_AI_TOOL_CALL_ID in span.attributes
+    assert telemetry_capture.calls("notify", outcome="channel_not_found") == 1
 
 
 def test_a_list_of_tools_outside_a_crew(telemetry_capture: Capture) -> None:
@@ -172,15 +189,25 @@ def test_tool_failure_recogniser_on_the_real_class(failure: ToolFailure, outcome
 
 
 def test_bad_arguments_are_refused_by_name() -> None:
-    """A tools= name matching no tool, an unknown option, or a non-tool is a ConfigurationError."""
+    """A kinds= name matching no tool, an unknown option, or a non-tool is refused, naming it."""
     with pytest.raises(telemetry.ConfigurationError, match="send_slak"):
-        telemetry_crewai.instrument([_fresh_send_slack()], tools={"send_slak": {"kind": "send"}})
-    with pytest.raises(telemetry.ConfigurationError, match="kinds"):
-        telemetry_crewai.instrument([_fresh_send_slack()], kinds="send")
+        telemetry_crewai.instrument([_fresh_send_slack()], kinds={"send_slak": "send"})
+    with pytest.raises(TypeError, match="kind"):
+        telemetry_crewai.instrument([_fresh_send_slack()], kind="send")  # type: ignore[call-arg]
     with pytest.raises(telemetry.ConfigurationError, match="not a CrewAI tool"):
         telemetry_crewai.instrument([print])
     with pytest.raises(telemetry.ConfigurationError, match="takes a Crew"):
         telemetry_crewai.instrument(42)
+
+
+def test_user_context_wins_and_agent_name_names_a_list(telemetry_capture: Capture) -> None:
+    """agent_name= names the agent of a plain list; an enclosing telemetry.agent block wins over it."""
+    (lookup,) = telemetry_crewai.instrument([LookupOrder()], agent_name="support-bot")
+    lookup.run(order_id="A-1")
+    assert telemetry_capture.spans("lookup_order")[-1].attributes[c.GEN_AI_AGENT_ID] == "support-bot"
+    with telemetry.agent("caller"):
+        lookup.run(order_id="A-2")
+    assert telemetry_capture.spans("lookup_order")[-1].attributes[c.GEN_AI_AGENT_ID] == "caller"
 
 
 def test_unreadable_crewai_scope_costs_the_ids_not_the_call(telemetry_capture: Capture, monkeypatch: pytest.MonkeyPatch) -> None:
