@@ -4,13 +4,27 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test bench lint clean
+.PHONY: demo test test-crewai bench lint clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[dev]'
 	touch $(STAMP)
+
+# CrewAI's tests in an environment of their own: crewai pins mcp<2, the rest of the suite needs mcp 2.
+# About 1 GB and two minutes to build the first time (chromadb, lancedb, onnxruntime come with it).
+CREWAI_VENV  := .venv-crewai
+CREWAI_STAMP := $(CREWAI_VENV)/.installed
+
+$(CREWAI_STAMP): pyproject.toml
+	$(PYTHON) -m venv $(CREWAI_VENV)
+	$(CREWAI_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(CREWAI_VENV)/bin/python -m pip install --quiet -e '.[crewai]' 'pytest>=8' 'pytest-asyncio>=0.23' 'hypothesis>=6'
+	touch $(CREWAI_STAMP)
+
+test-crewai: $(CREWAI_STAMP)
+	OUTCOME_TELEMETRY_CREWAI=1 $(CREWAI_VENV)/bin/python -m pytest -p no:cacheprovider tests/crewai_integration $(PYTEST_ARGS)
 
 demo: $(STAMP)
 	$(VENV)/bin/outcome-telemetry demo $(DEMO_ARGS)
@@ -25,4 +39,4 @@ lint: $(STAMP)
 	$(PY) -m mypy
 
 clean:
-	rm -rf $(VENV) build dist .pytest_cache demo-output
+	rm -rf $(VENV) $(CREWAI_VENV) build dist .pytest_cache demo-output

@@ -15,6 +15,7 @@ from .instrument import (
     current_call,
     current_tool_call_id,
     instrument_tool,
+    register_result_shape,
     tool_call_id,
 )
 from .runtime import Runtime, active_runtime, configure
@@ -35,6 +36,7 @@ __all__ = [
     "current_call",
     "current_tool_call_id",
     "instrument_tool",
+    "register_result_shape",
     "tool_call_id",
 ]
 

@@ -3,12 +3,14 @@
 Everything a decorated call does lives here: the decision made once at decoration time
 (:mod:`.spec`), the wrappers for the four function kinds (:mod:`.decorator`), the call object a
 tool body can talk to (:mod:`.call`), the agent and tool-call-id context (:mod:`.context`), how a
-result or exception is classified (:mod:`.classify`), and the span and counters written for each
+result or exception is classified (:mod:`.classify`, with the team's shapes from
+:func:`register_result_shape`), and the span and counters written for each
 call (``_recorder``). It reads the active runtime but never configures one, and it knows nothing
 of guards or forensics.
 """
 
 from .call import Call, Readback, current_call
+from ._shapes import ShapeClassifier, register_result_shape
 from .classify import ResultClass, classify_result
 from .context import AgentContext, agent, current_agent, current_tool_call_id, framework_context, tool_call_id
 from .decorator import SPEC_ATTRIBUTE, instrument_tool, instrument_with
@@ -22,6 +24,7 @@ __all__ = [
     "ReadbackFn",
     "ResultClass",
     "SPEC_ATTRIBUTE",
+    "ShapeClassifier",
     "ToolOptions",
     "ToolSpec",
     "agent",
@@ -32,5 +35,6 @@ __all__ = [
     "framework_context",
     "instrument_tool",
     "instrument_with",
+    "register_result_shape",
     "tool_call_id",
 ]

@@ -21,7 +21,7 @@ from opentelemetry.trace import Status, StatusCode
 from ..runtime import containment as _safe
 from .. import conventions as c
 from .call import Call, _current
-from .classify import classify_result, error_type_of, readback_value
+from .classify import error_type_of, readback_value
 from .context import current_agent, current_tool_call_id
 
 if TYPE_CHECKING:
@@ -172,7 +172,7 @@ def finish(call: Call, runtime: Runtime, exc: BaseException | None, result: Any 
         error_type = error_type_of(exc)
     else:
         try:
-            transport, outcome, status_code = classify_result(result)
+            transport, outcome, status_code = spec.classify(result)
         except Exception as failure:  # a result whose .get, __getattr__ or properties raise
             _safe.report(f"classifying a result of {spec.name}", failure)
             transport, outcome, status_code = c.TRANSPORT_OK, c.OUTCOME_OK, None

@@ -19,6 +19,7 @@ from typing import Any
 
 from .. import conventions as c
 from ..exceptions import ConfigurationError
+from .classify import ResultClass, classifier_for
 
 ReadbackFn = Callable[[Any, Any], Any]
 """``readback(call, result)`` returns True/False, a ``Readback`` value, or None (skipped)."""
@@ -93,8 +94,11 @@ class ToolSpec:
     span_name: str = field(init=False)
     static_attributes: dict[str, Any] = field(init=False)
     label_outcomes: frozenset[str] = field(init=False)
+    classify: Callable[[Any], ResultClass] = field(init=False)
 
     def __post_init__(self) -> None:
+        # Decided from the return annotation: a `-> str` tool never pays for envelope checks.
+        object.__setattr__(self, "classify", classifier_for(self.signature.return_annotation))
         object.__setattr__(self, "span_name", c.SPAN_NAME_PREFIX + self.name)
         object.__setattr__(
             self,

@@ -1,8 +1,8 @@
 """Drop-in instrumentation for agent frameworks: one module per framework, each optional.
 
-``telemetry.integrations.pydantic_ai``, ``.langchain`` and ``.openai_agents`` each offer
-``instrument(...)``, which instruments the tools of an agent (or a list of tools) in place. Each
-module imports its framework, so install the matching extra (``outcome-telemetry[pydantic-ai]``,
-``[langchain]``, ``[openai-agents]``) and import the module you use; importing ``telemetry``
-never imports a framework. See ``docs/integrations.md``.
+``telemetry.integrations.pydantic_ai``, ``.langchain``, ``.openai_agents`` and ``.crewai`` each
+offer ``instrument(...)``, which instruments the tools of an agent (or a list of tools) in place.
+Each module imports its framework, so install the matching extra (``outcome-telemetry[pydantic-ai]``,
+``[langchain]``, ``[openai-agents]``, ``[crewai]``) and import the module you use; importing
+``telemetry`` never imports a framework. See ``docs/integrations.md`` and ``docs/crewai.md``.
 """
