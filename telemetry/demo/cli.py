@@ -116,8 +116,8 @@ def main(argv: list[str] | None = None) -> int:
         print(audit_summary())
     ok = findings.score.precision == 1.0 and findings.score.recall == 1.0
     if ns.serve and result.runtime is not None:
-        print(_serve_instructions(result), flush=True)
-        try:
+        try:  # the instructions inside the try: a Ctrl-C right after they print is a clean stop too
+            print(_serve_instructions(result), flush=True)
             while True:
                 time.sleep(3600)
         except KeyboardInterrupt:
