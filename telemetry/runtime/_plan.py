@@ -143,7 +143,11 @@ def plan(
     install_global: bool,
     extra_exporters: list[SpanExporter] | None,
     file_all_spans: bool,
-    batch: dict[str, int | None],
+    max_queue_size: int | None,
+    schedule_delay_millis: int | None,
+    max_export_batch_size: int | None,
+    export_timeout_millis: int | None,
+    block_millis: int | None,
 ) -> Plan:
     """Check every argument and decide what to install; raises :class:`ConfigurationError`, changes nothing else."""
     if _state.active is not None and not _state.active.closed:
@@ -160,7 +164,14 @@ def plan(
     for exporter in extra_exporters or ():
         if not isinstance(exporter, SpanExporter):
             raise ConfigurationError(f"extra_exporters must hold SpanExporter objects, got {type(exporter).__name__}")
-    file_settings = BatchSettings.resolve(defaults=FILE_BATCH_DEFAULTS, **batch)
+    file_settings = BatchSettings.resolve(
+        defaults=FILE_BATCH_DEFAULTS,
+        max_queue_size=max_queue_size,
+        schedule_delay_millis=schedule_delay_millis,
+        max_export_batch_size=max_export_batch_size,
+        export_timeout_millis=export_timeout_millis,
+        block_millis=block_millis,
+    )
     export_settings = BatchSettings.resolve(defaults=SDK_BATCH_DEFAULTS)
     otlp = otlp_choice(otlp_endpoint, otlp_protocol)
     provider = _existing_provider(tracer_provider, install_global)

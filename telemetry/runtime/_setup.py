@@ -273,28 +273,7 @@ def configure(
         block_millis: how long a thread ending a tool span may wait for room when the file
             queue is full (default 1000); 0 drops at once. Every drop is counted.
     """
-    batch = {
-        "max_queue_size": max_queue_size,
-        "schedule_delay_millis": schedule_delay_millis,
-        "max_export_batch_size": max_export_batch_size,
-        "export_timeout_millis": export_timeout_millis,
-        "block_millis": block_millis,
-    }
-    decided = plan(
-        service_name=service_name,
-        traces_dir=traces_dir,
-        metrics_port=metrics_port,
-        metrics_addr=metrics_addr,
-        registry=registry,
-        otlp_endpoint=otlp_endpoint,
-        otlp_protocol=otlp_protocol,
-        tracer_provider=tracer_provider,
-        install_global=install_global,
-        extra_exporters=extra_exporters,
-        file_all_spans=file_all_spans,
-        batch=batch,
-    )
-    return install(decided)
+    return install(plan(**locals()))  # every argument, as given: plan() checks them all
 
 
 def install(decided: Plan) -> Runtime:

@@ -44,15 +44,17 @@ _headers: dict[int, tuple[Any, str]] = {}
 
 
 def _probe() -> bool:
-    """True when an SDK span keeps its attributes in ``_attributes._dict`` and events, links in ``_events``, ``_links``."""
+    """True when an SDK span keeps its attributes in ``_attributes._dict`` (events' too) and its
+    events and links in ``_events`` and ``_links``."""
     try:
         span = TracerProvider().get_tracer("probe").start_span("probe", attributes={"k": "v"})
-        span.add_event("e")
+        span.add_event("e", {"a": 1})
         span.end()
         return (
             span._attributes._dict == {"k": "v"}  # type: ignore[attr-defined]
             and type(span._attributes._dict) is dict  # type: ignore[attr-defined]
             and len(span._events) == 1  # type: ignore[attr-defined]
+            and span._events[0].attributes._dict == {"a": 1}  # type: ignore[attr-defined]
             and len(span._links) == 0  # type: ignore[attr-defined]
         )
     except Exception:
@@ -61,14 +63,6 @@ def _probe() -> bool:
 
 FAST_PATH = _probe()
 """Whether spans are read through the SDK's private fields (see the module docstring)."""
-
-
-def _span_parts(span: Any) -> tuple[Mapping[str, Any], Any, Any]:
-    """(attributes, events, links) of ``span``: the SDK's own containers on the fast path."""
-    if FAST_PATH:
-        attributes = span._attributes
-        return (attributes._dict if attributes is not None else {}), span._events, span._links
-    return span.attributes or {}, span.events, span.links
 
 
 def _key(key: Any) -> str:
@@ -125,6 +119,10 @@ def encode_attributes(attributes: Mapping[str, Any] | None) -> str:
     """A mapping as the text of an OTLP ``KeyValue`` list, without the brackets."""
     if not attributes:
         return ""
+    if FAST_PATH and type(attributes) is not dict:  # an SDK BoundedAttributes: read its dict, not its slow items()
+        inner = getattr(attributes, "_dict", None)
+        if type(inner) is dict:
+            attributes = inner
     get = _fragments.get
     try:
         return ",".join([get((k, type(v), v)) or _fragment(k, v) for k, v in attributes.items()])
@@ -189,11 +187,25 @@ def _link(link: Any) -> str:
     return text + ',"flags":' + str(flags) + "}"
 
 
+def _events_and_links(events: Any, dropped_events: int, links: Any, dropped_links: int) -> str:
+    text = ""
+    if events:
+        text += ',"events":[' + ",".join([_event(event) for event in events]) + "]"
+    if dropped_events:
+        text += ',"droppedEventsCount":' + str(dropped_events)
+    if links:
+        text += ',"links":[' + ",".join([_link(link) for link in links]) + "]"
+    if dropped_links:
+        text += ',"droppedLinksCount":' + str(dropped_links)
+    return text
+
+
 def encode_span(span: ReadableSpan) -> str:
     """One span as OTLP JSON ``Span`` text."""
     ctx = span.get_span_context()
     assert ctx is not None  # an SDK span always has one
-    text = f'{{"traceId":"{ctx.trace_id:032x}","spanId":"{ctx.span_id:016x}"'
+    # to_bytes().hex() is twice as fast as format(..., "032x") and spells the same ids.
+    text = '{"traceId":"' + ctx.trace_id.to_bytes(16, "big").hex() + '","spanId":"' + ctx.span_id.to_bytes(8, "big").hex() + '"'
     if ctx.trace_state:
         trace_state = ctx.trace_state.to_header()
         if trace_state:
@@ -201,33 +213,28 @@ def encode_span(span: ReadableSpan) -> str:
     flags = int(ctx.trace_flags) | _HAS_IS_REMOTE
     parent = span.parent
     if parent is not None:
-        text += f',"parentSpanId":"{parent.span_id:016x}"'
+        text += ',"parentSpanId":"' + parent.span_id.to_bytes(8, "big").hex() + '"'
         if parent.is_remote:
             flags |= _IS_REMOTE
     text += (
         f',"flags":{flags},"name":{_esc(span.name)},"kind":{_KIND[span.kind]},'
         f'"startTimeUnixNano":"{span.start_time or 0}","endTimeUnixNano":"{span.end_time or 0}"'
     )
-    attributes, events, links = _span_parts(span)
+    if FAST_PATH:
+        attributes: Any = span._attributes  # type: ignore[attr-defined]
+        attributes = attributes._dict if attributes is not None else None
+        events: Any = span._events  # type: ignore[attr-defined]
+        links: Any = span._links  # type: ignore[attr-defined]
+    else:
+        attributes, events, links = span.attributes, span.events, span.links
     if attributes:
         text += ',"attributes":[' + encode_attributes(attributes) + "]"
     dropped = span.dropped_attributes
     if dropped:
         text += ',"droppedAttributesCount":' + str(dropped)
-    if events:
-        text += ',"events":[' + ",".join(_event(e) for e in events) + "]"
-        dropped = span.dropped_events
-        if dropped:
-            text += ',"droppedEventsCount":' + str(dropped)
-    elif span.dropped_events:
-        text += ',"droppedEventsCount":' + str(span.dropped_events)
-    if links:
-        text += ',"links":[' + ",".join(_link(link) for link in links) + "]"
-        dropped = span.dropped_links
-        if dropped:
-            text += ',"droppedLinksCount":' + str(dropped)
-    elif span.dropped_links:
-        text += ',"droppedLinksCount":' + str(span.dropped_links)
+    dropped_events, dropped_links = span.dropped_events, span.dropped_links
+    if events or links or dropped_events or dropped_links:
+        text += _events_and_links(events, dropped_events, links, dropped_links)
     status = span.status
     code = _STATUS[status.status_code]
     if code or status.description:
