@@ -15,6 +15,8 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 QUICK_ARGS = {
     "decorator": ["--calls", "5000", "--rounds", "5"],
+    "encoder": ["--spans", "1280", "--rounds", "3"],
+    "kill": ["--seconds", "1.5", "--runs", "1"],
     "forensics": ["--spans", "50000"],
     "guards": ["--writes", "2000"],
 }

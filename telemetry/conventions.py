@@ -195,12 +195,20 @@ METRIC_STALE_SENDS: Final = "tool_stale_sends"
 METRIC_STALE_SENDS_TOTAL: Final = "tool_stale_sends_total"
 METRIC_IDEMPOTENT_REPLAYS: Final = "tool_idempotent_replays"
 METRIC_IDEMPOTENT_REPLAYS_TOTAL: Final = "tool_idempotent_replays_total"
+METRIC_SPANS_DROPPED: Final = "outcome_telemetry_spans_dropped"
+METRIC_SPANS_DROPPED_TOTAL: Final = "outcome_telemetry_spans_dropped_total"
+"""Finished spans an exporter never received or could not deliver: forensics reads less."""
+METRIC_INTERNAL_ERRORS: Final = "outcome_telemetry_internal_errors"
+METRIC_INTERNAL_ERRORS_TOTAL: Final = "outcome_telemetry_internal_errors_total"
+"""Failures inside the toolkit's own work, contained so the tool call was unaffected."""
 
 LABEL_TOOL: Final = "tool"
 LABEL_TRANSPORT: Final = "transport"
 LABEL_READBACK: Final = "readback"
 LABEL_OUTCOME: Final = "outcome"
 LABEL_REASON: Final = "reason"
+LABEL_EXPORTER: Final = "exporter"
+LABEL_STAGE: Final = "stage"
 EXEMPLAR_TRACE_ID: Final = "trace_id"
 
 METRIC_LABELS: Final = {
@@ -210,8 +218,53 @@ METRIC_LABELS: Final = {
     METRIC_CONSTRAINT_WAIVERS_TOTAL: (LABEL_TOOL,),
     METRIC_STALE_SENDS_TOTAL: (LABEL_TOOL,),
     METRIC_IDEMPOTENT_REPLAYS_TOTAL: (LABEL_TOOL,),
+    METRIC_SPANS_DROPPED_TOTAL: (LABEL_EXPORTER, LABEL_REASON),
+    METRIC_INTERNAL_ERRORS_TOTAL: (LABEL_STAGE,),
 }
 """Exposed metric name to its label names, in order."""
+
+# The bounded label values of the toolkit's own health counters.
+EXPORTER_FILE: Final = "file"
+"""The OTLP JSON lines files forensics reads."""
+EXPORTER_OTLP: Final = "otlp"
+EXPORTER_OTHER: Final = "other"
+"""An exporter passed in ``extra_exporters``."""
+EXPORTERS: Final = (EXPORTER_FILE, EXPORTER_OTLP, EXPORTER_OTHER)
+
+DROP_QUEUE_FULL: Final = "queue_full"
+"""The export queue was full (and back-pressure, if on, waited its limit)."""
+DROP_EXPORT_FAILED: Final = "export_failed"
+"""The exporter failed or raised: a full disk, an unwritable folder, a collector that refused."""
+DROP_SHUTDOWN_TIMEOUT: Final = "shutdown_timeout"
+"""Still queued when ``shutdown()`` ran out of time."""
+DROP_REASONS: Final = (DROP_QUEUE_FULL, DROP_EXPORT_FAILED, DROP_SHUTDOWN_TIMEOUT)
+
+STAGE_READBACK: Final = "readback"
+"""A read-back callable raised or returned something that is not a read-back value."""
+STAGE_CLASSIFIER: Final = "classifier"
+"""Classifying a result failed, or an outcome classifier raised."""
+STAGE_OUTCOME: Final = "outcome"
+"""An outcome could not be made a string."""
+STAGE_SPAN: Final = "span"
+"""Starting, recording or ending a span failed."""
+STAGE_EXPORTER: Final = "exporter"
+"""Writing, flushing or closing spans failed."""
+STAGE_METRICS: Final = "metrics"
+"""Counting a call failed."""
+STAGE_ARGUMENTS: Final = "arguments"
+"""Recording a tool's arguments failed."""
+STAGE_GUARD: Final = "guard"
+"""A guard's own bookkeeping failed (e.g. storing an idempotent result)."""
+STAGES: Final = (
+    STAGE_READBACK,
+    STAGE_CLASSIFIER,
+    STAGE_OUTCOME,
+    STAGE_SPAN,
+    STAGE_EXPORTER,
+    STAGE_METRICS,
+    STAGE_ARGUMENTS,
+    STAGE_GUARD,
+)
 
 # --- recording limits ------------------------------------------------------------------------
 
@@ -301,6 +354,10 @@ ALERT_CONSTRAINT_WAIVER_SPIKE: Final = "ToolConstraintWaiverSpike"
 ALERT_INTENT_BUDGET_BURN_FAST: Final = "ToolIntentErrorBudgetBurnFast"
 ALERT_INTENT_BUDGET_BURN_MEDIUM: Final = "ToolIntentErrorBudgetBurnMedium"
 ALERT_INTENT_BUDGET_BURN_SLOW: Final = "ToolIntentErrorBudgetBurnSlow"
+ALERT_DROPPING_SPANS: Final = "OutcomeTelemetryDroppingSpans"
+"""Spans were dropped: the evidence forensics will read is incomplete."""
+ALERT_READBACK_ERRORS: Final = "ToolReadbackErrors"
+"""Read-backs raise: whether the tool's writes really happened is unknown."""
 ALERTS: Final = (
     ALERT_BAD_OUTCOME_SUCCESS,
     ALERT_READBACK_MISMATCH,
@@ -310,4 +367,6 @@ ALERTS: Final = (
     ALERT_INTENT_BUDGET_BURN_FAST,
     ALERT_INTENT_BUDGET_BURN_MEDIUM,
     ALERT_INTENT_BUDGET_BURN_SLOW,
+    ALERT_DROPPING_SPANS,
+    ALERT_READBACK_ERRORS,
 )

@@ -319,7 +319,7 @@ class _Guard:
                     (_DONE, stored, outcome, time.time(), self.scope, ticket.key_hash, ticket.original_id),
                 )
         except Exception as exc:
-            _safe.report(f"storing the idempotent result of {self.scope}", exc)
+            _safe.report(c.STAGE_GUARD, f"storing the idempotent result of {self.scope}", exc)
             return
         if cursor.rowcount != 1:
             current_call().set_attribute(c.IDEMPOTENCY_LEASE_LOST, True)

@@ -94,20 +94,20 @@ def begin(spec: ToolSpec, runtime: Runtime, args: tuple[Any, ...], kwargs: dict[
                 attributes[c.GEN_AI_TOOL_CALL_ID] = call_id
         span = runtime.tracer.start_span(spec.span_name, attributes=attributes)
     except Exception as exc:
-        _safe.report("starting a tool span", exc)
+        _safe.report(c.STAGE_SPAN, "starting a tool span", exc)
     call = Call(spec, args, kwargs, span)
     if spec.record_arguments and span is not None:
         try:
             arguments = call.arguments
         except Exception as exc:  # the call does not bind to the signature: the tool will say so itself
-            _safe.report(f"recording arguments of {spec.name}", exc)
+            _safe.report(c.STAGE_ARGUMENTS, f"recording arguments of {spec.name}", exc)
         else:
             for name in spec.record_arguments:
                 if name in arguments:
                     try:  # one odd value must not cost the others
                         call.attributes[c.TOOL_ARGUMENT_PREFIX + name] = recordable(name, arguments[name])
                     except Exception as exc:
-                        _safe.report(f"recording argument {name!r} of {spec.name}", exc)
+                        _safe.report(c.STAGE_ARGUMENTS, f"recording argument {name!r} of {spec.name}", exc)
     call.started = _perf()
     return call
 
@@ -126,11 +126,11 @@ def leave(tokens: tuple[Token[Any] | None, Token[Call]]) -> None:
         otel_context.detach(otel_token)
 
 
-def _run_user(place: str, fn: Any, call: Call, result: Any) -> tuple[bool, Any]:
+def _run_user(stage: str, place: str, fn: Any, call: Call, result: Any) -> tuple[bool, Any]:
     try:
         return True, fn(call, result)
     except Exception as exc:
-        _safe.report(place, exc)
+        _safe.report(stage, place, exc)
         return False, None
 
 
@@ -141,7 +141,7 @@ def _outcome_text(place: str, value: Any) -> str | None:
     try:
         return str(value)
     except Exception as exc:
-        _safe.report(place, exc)
+        _safe.report(c.STAGE_OUTCOME, place, exc)
         return None
 
 
@@ -174,12 +174,12 @@ def finish(call: Call, runtime: Runtime, exc: BaseException | None, result: Any 
         try:
             transport, outcome, status_code = spec.classify(result)
         except Exception as failure:  # a result whose .get, __getattr__ or properties raise
-            _safe.report(f"classifying a result of {spec.name}", failure)
+            _safe.report(c.STAGE_CLASSIFIER, f"classifying a result of {spec.name}", failure)
             transport, outcome, status_code = c.TRANSPORT_OK, c.OUTCOME_OK, None
         if call.outcome is not None:
             outcome = _outcome_text(f"the outcome set inside {spec.name}", call.outcome) or outcome
         if spec.outcome is not None:
-            ok, chosen = _run_user(f"the outcome classifier of {spec.name}", spec.outcome, call, result)
+            ok, chosen = _run_user(c.STAGE_CLASSIFIER, f"the outcome classifier of {spec.name}", spec.outcome, call, result)
             if ok and chosen is not None:
                 outcome = _outcome_text(f"the outcome classifier of {spec.name}", chosen) or outcome
         readback = call.readback or _readback(spec, call, result, transport, outcome)
@@ -208,15 +208,15 @@ def finish(call: Call, runtime: Runtime, exc: BaseException | None, result: Any 
             elif outcome != c.OUTCOME_OK:
                 span.set_status(Status(_ERROR, shown))
         except Exception as failure:
-            _safe.report("recording a tool span", failure)
+            _safe.report(c.STAGE_SPAN, "recording a tool span", failure)
         try:
             span.end()
         except Exception as failure:
-            _safe.report("ending a tool span", failure)
+            _safe.report(c.STAGE_SPAN, "ending a tool span", failure)
     try:
         _count(runtime, spec, call, transport, readback, outcome, elapsed)
     except Exception as failure:
-        _safe.report("counting a tool call", failure)
+        _safe.report(c.STAGE_METRICS, "counting a tool call", failure)
 
 
 def _readback(spec: ToolSpec, call: Call, result: Any, transport: str, outcome: str) -> str:
@@ -224,13 +224,13 @@ def _readback(spec: ToolSpec, call: Call, result: Any, transport: str, outcome: 
         return c.READBACK_NOT_APPLICABLE
     if spec.readback is None or transport != c.TRANSPORT_OK or outcome in c.REFUSAL_OUTCOMES:
         return c.READBACK_SKIPPED
-    ok, value = _run_user(f"the read-back of {spec.name}", spec.readback, call, result)
+    ok, value = _run_user(c.STAGE_READBACK, f"the read-back of {spec.name}", spec.readback, call, result)
     if not ok:
         return c.READBACK_ERROR
     try:
         return readback_value(value)
     except Exception as exc:  # ValueError for an unknown value; anything from an odd object
-        _safe.report(f"the read-back of {spec.name}", exc)
+        _safe.report(c.STAGE_READBACK, f"the read-back of {spec.name}", exc)
         return c.READBACK_ERROR
 
 

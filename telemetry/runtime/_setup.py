@@ -2,47 +2,52 @@
 
 The runtime owns what it created and nothing else: its span processors, its metrics (in the
 registry it was given or made) and its ``/metrics`` server. ``shutdown()`` flushes every span to
-disk, stops the server and unregisters the metrics, and is idempotent; it also runs at exit.
+disk, stops the server, unregisters the metrics and detaches its processors from a provider that
+is not its own; it is idempotent and also runs at exit.
+
+``configure()`` first decides and checks everything (:mod:`._plan`: arguments, environment,
+provider, a writable traces folder) without changing anything; then it registers the metrics,
+binds the metrics port, starts the export threads, attaches them and, last, installs its provider
+globally. A step that fails undoes the ones before it, so a corrected retry starts clean.
 
 Tracer providers: an application that already installed an SDK ``TracerProvider`` keeps it: the
 runtime adds its processors to it, so tool spans share the application's resource, sampler and
-exporters. An application that installed some other provider gets a ``ConfigurationError``
-saying what to do. Otherwise the runtime creates an SDK provider (honouring ``OTEL_SERVICE_NAME``,
-``OTEL_RESOURCE_ATTRIBUTES`` and the ``OTEL_TRACES_SAMPLER`` variables) and installs it as the
-global one, so the application's own spans join the same traces.
+exporters, and adds no OTLP exporter of its own from the ``OTEL_EXPORTER_OTLP_*`` variables (the
+application exports its spans itself). An application that installed some other provider gets a
+``ConfigurationError`` saying what to do. Otherwise the runtime creates an SDK provider
+(honouring ``OTEL_SERVICE_NAME``, ``OTEL_RESOURCE_ATTRIBUTES`` and ``OTEL_TRACES_SAMPLER``) and
+installs it as the global one, so the application's own spans join the same traces. The trace
+files hold tool spans only unless ``file_all_spans=True``.
 """
 
 from __future__ import annotations
 
 import atexit
+import contextlib
 import logging
 import os
 import threading
-import weakref
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Callable
 
 from opentelemetry import trace
-from opentelemetry.sdk.resources import Resource
-from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
-from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter
+from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor, TracerProvider
+from opentelemetry.sdk.trace.export import SpanExporter
 from prometheus_client import CollectorRegistry, generate_latest, start_http_server
 from prometheus_client.openmetrics.exposition import generate_latest as generate_openmetrics
 
 from . import active as _state
 from .. import conventions as c
 from ..exceptions import ConfigurationError
+from ._plan import OUR_PROVIDERS, Plan, build_otlp_exporter, is_ours, plan
+from .batching import BatchSettings, CountingBatchProcessor
 from .exporter import JsonLinesSpanExporter
 from .metrics import ToolMetrics
 
 logger = logging.getLogger("telemetry")
 
-_OUR_PROVIDERS: weakref.WeakSet[TracerProvider] = weakref.WeakSet()
-"""Providers configure() created. Weak references, not ids: an id is reused once its provider
-is collected, and an application's provider at that address would be mistaken for ours."""
-_PROTOCOLS = ("http/protobuf", "grpc")
-DEFAULT_MAX_QUEUE_SIZE = 65_536
+__all__ = ["Runtime", "active_runtime", "configure", "is_ours"]
 
 
 def _package_version() -> str:
@@ -52,30 +57,6 @@ def _package_version() -> str:
         return version("outcome-telemetry")
     except PackageNotFoundError:  # running from a source tree that was never installed
         return "0+unknown"
-
-
-def _otlp_exporter(endpoint: str | None, protocol: str | None) -> SpanExporter | None:
-    """An OTLP exporter when an endpoint is given or the standard variables name one."""
-    env_endpoint = os.environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") or os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT")
-    if endpoint is None and not env_endpoint:
-        return None
-    if protocol is None:
-        env_protocol = os.environ.get("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL") or os.environ.get("OTEL_EXPORTER_OTLP_PROTOCOL")
-        protocol = env_protocol or "http/protobuf"
-        if protocol not in _PROTOCOLS:
-            logger.warning("OTEL_EXPORTER_OTLP_PROTOCOL=%r is not one of %s; using http/protobuf", protocol, _PROTOCOLS)
-            protocol = "http/protobuf"
-    elif protocol not in _PROTOCOLS:
-        raise ConfigurationError(f"otlp_protocol={protocol!r} is not one of {', '.join(_PROTOCOLS)}")
-    if protocol == "grpc":
-        from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter as GrpcExporter
-
-        return GrpcExporter(endpoint=endpoint)
-    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter as HttpExporter
-
-    if endpoint is not None and not endpoint.rstrip("/").endswith("/v1/traces"):
-        endpoint = endpoint.rstrip("/") + "/v1/traces"
-    return HttpExporter(endpoint=endpoint)
 
 
 class Runtime:
@@ -91,11 +72,12 @@ class Runtime:
         file_exporter: JsonLinesSpanExporter | None,
         metrics_server: Any = None,
         owns_registry: bool = True,
+        metrics: ToolMetrics | None = None,
     ) -> None:
         self.provider = provider
         self.tracer = provider.get_tracer(c.INSTRUMENTATION_SCOPE, _package_version())
         self.registry = registry
-        self.metrics = ToolMetrics(registry)
+        self.metrics = metrics if metrics is not None else ToolMetrics(registry)
         self.file_exporter = file_exporter
         self._owns_provider = owns_provider
         self._processors = processors
@@ -145,6 +127,46 @@ class Runtime:
 
         return make_asgi_app(self.registry)
 
+    @property
+    def exporters(self) -> dict[str, list[SpanExporter]]:
+        """The span exporters this runtime batches to, by label (``file``, ``otlp``, ``other``)."""
+        out: dict[str, list[SpanExporter]] = {}
+        for processor in self._processors:
+            if isinstance(processor, CountingBatchProcessor):
+                out.setdefault(processor.exporter_label, []).append(processor.exporter)
+        return out
+
+    @property
+    def batch_settings(self) -> dict[str, BatchSettings]:
+        """How each kind of exporter batches (after arguments, ``OTEL_BSP_*`` and defaults)."""
+        return {
+            p.exporter_label: p.settings for p in self._processors if isinstance(p, CountingBatchProcessor)
+        }
+
+    # --- what was lost ------------------------------------------------------------------------
+
+    @property
+    def dropped_spans(self) -> dict[str, dict[str, int]]:
+        """Spans lost so far, by exporter (``file``, ``otlp``, ``other``) and reason; zeros included.
+
+        The same counts as ``outcome_telemetry_spans_dropped_total``, readable after shutdown.
+        """
+        out: dict[str, dict[str, int]] = {}
+        for processor in self._processors:
+            if isinstance(processor, CountingBatchProcessor):
+                counts = out.setdefault(processor.exporter_label, dict.fromkeys(c.DROP_REASONS, 0))
+                for reason, n in processor.dropped.items():
+                    counts[reason] += n
+        return out
+
+    @property
+    def internal_errors(self) -> dict[str, int]:
+        """Contained failures so far by stage, as ``outcome_telemetry_internal_errors_total`` counts them."""
+        return {
+            stage: int(self.registry.get_sample_value(c.METRIC_INTERNAL_ERRORS_TOTAL, {c.LABEL_STAGE: stage}) or 0)
+            for stage in c.STAGES
+        }
+
     # --- lifecycle ---------------------------------------------------------------------------
 
     def force_flush(self, timeout_millis: int = 30_000) -> bool:
@@ -164,6 +186,7 @@ class Runtime:
         else:
             for processor in self._processors:
                 processor.shutdown()
+                detach_processor(self.provider, processor)
         if self._metrics_server is not None:
             self._metrics_server.shutdown()
             self._metrics_server.server_close()
@@ -184,35 +207,26 @@ class Runtime:
         self.shutdown()
 
 
-def is_ours(provider: object) -> bool:
-    """True when ``configure()`` created ``provider`` (and it still exists)."""
-    return isinstance(provider, TracerProvider) and provider in _OUR_PROVIDERS
+def detach_processor(provider: TracerProvider, processor: SpanProcessor) -> bool:
+    """Take ``processor`` off ``provider`` (the SDK has no public way); True when it was removed.
+
+    This reads two private fields of the SDK's provider; a test fails loudly if a release renames
+    them. Should they be gone, a shut-down processor of ours still ignores every span it is given.
+    """
+    multi = getattr(provider, "_active_span_processor", None)
+    lock = getattr(multi, "_lock", None)
+    current = getattr(multi, "_span_processors", None)
+    if lock is None or not isinstance(current, tuple):
+        return False
+    with lock:
+        kept = tuple(p for p in current if p is not processor)
+        multi._span_processors = kept  # type: ignore[union-attr]
+    return len(kept) < len(current)
 
 
-def _choose_provider(tracer_provider: TracerProvider | None, install_global: bool, resource: Resource) -> tuple[TracerProvider, bool]:
-    """Return (provider, owned): the application's provider if it has one, else a new one."""
-    if tracer_provider is not None:
-        if not isinstance(tracer_provider, TracerProvider):
-            raise ConfigurationError(
-                f"tracer_provider must be an opentelemetry.sdk.trace.TracerProvider, got {type(tracer_provider).__name__}"
-            )
-        return tracer_provider, False
-    current = trace.get_tracer_provider()
-    if isinstance(current, TracerProvider) and not is_ours(current) and install_global:
-        logger.info("outcome-telemetry: adding its span processors to the application's TracerProvider")
-        return current, False
-    if not isinstance(current, (trace.ProxyTracerProvider, TracerProvider)) and install_global:
-        raise ConfigurationError(
-            f"the application already installed a {type(current).__module__}.{type(current).__name__} as the global "
-            f"tracer provider, which outcome-telemetry cannot add span processors to. Pass "
-            f"tracer_provider=<an SDK TracerProvider>, or install_global=False to keep tool spans in a provider "
-            f"of their own."
-        )
-    provider = TracerProvider(resource=resource)
-    _OUR_PROVIDERS.add(provider)
-    if install_global and isinstance(current, trace.ProxyTracerProvider):
-        trace.set_tracer_provider(provider)
-    return provider, True
+def _is_tool_span(span: ReadableSpan) -> bool:
+    scope = span.instrumentation_scope
+    return scope is not None and scope.name == c.INSTRUMENTATION_SCOPE
 
 
 def configure(
@@ -227,91 +241,119 @@ def configure(
     tracer_provider: TracerProvider | None = None,
     install_global: bool = True,
     extra_exporters: list[SpanExporter] | None = None,
-    max_queue_size: int = DEFAULT_MAX_QUEUE_SIZE,
-    schedule_delay_millis: int = 500,
+    file_all_spans: bool = False,
+    max_queue_size: int | None = None,
+    schedule_delay_millis: int | None = None,
+    max_export_batch_size: int | None = None,
+    export_timeout_millis: int | None = None,
+    block_millis: int | None = None,
 ) -> Runtime:
     """Start recording tool calls; returns the :class:`Runtime` handle.
 
     Parameters:
-        service_name: ``service.name`` of the spans (default: ``OTEL_SERVICE_NAME``).
-        traces_dir: folder for OTLP JSON lines files, one per process; None turns files off.
+        service_name: ``service.name`` of the spans (default: ``OTEL_SERVICE_NAME``). It cannot
+            rename an application's provider; a warning names both names when they differ.
+        traces_dir: folder for OTLP JSON lines files, one per process, created and checked
+            writable now (``ConfigurationError`` naming it if not); None turns files off.
         metrics_port: serve ``/metrics`` on ``metrics_addr:metrics_port`` (0 picks a free port;
             see ``Runtime.metrics_url``). None serves nothing: mount ``wsgi_app()``/``asgi_app()``.
         registry: the prometheus-client registry to register in (default: a new one, so two
             runtimes in one process never collide; pass ``prometheus_client.REGISTRY`` to
             share the application's).
         otlp_endpoint, otlp_protocol: also export over OTLP (``http/protobuf`` or ``grpc``);
-            the standard ``OTEL_EXPORTER_OTLP_*`` variables do the same without code.
+            the standard ``OTEL_EXPORTER_OTLP_*`` variables do the same without code, unless the
+            application's own provider is used (it exports for itself).
         tracer_provider, install_global: see the module docstring.
         extra_exporters: more span exporters to batch to (e.g. a test's in-memory exporter).
+        file_all_spans: write every span of the provider to the files, not only tool spans.
+        max_queue_size, schedule_delay_millis, max_export_batch_size, export_timeout_millis:
+            the trace files' batching; each defaults to its ``OTEL_BSP_*`` variable, else to
+            the SDK's value (the delay to 500 ms). The OTLP and extra exporters batch as the SDK
+            does, from the same variables.
+        block_millis: how long a thread ending a tool span may wait for room when the file
+            queue is full (default 1000); 0 drops at once. Every drop is counted.
     """
-    if _state.active is not None and not _state.active.closed:
-        raise ConfigurationError(
-            "outcome-telemetry is already configured in this process; call shutdown() on the runtime "
-            "configure() returned before configuring again, or keep using it"
-        )
-    if service_name is not None and (not isinstance(service_name, str) or not service_name):
-        raise ConfigurationError(f"service_name must be a non-empty string, got {service_name!r}")
-    if metrics_port is not None and (not isinstance(metrics_port, int) or not 0 <= metrics_port <= 65535):
-        raise ConfigurationError(f"metrics_port must be a port number 0-65535, got {metrics_port!r}")
-    if max_queue_size < 1:
-        raise ConfigurationError(f"max_queue_size must be positive, got {max_queue_size!r}")
-    resource = Resource.create({c.SERVICE_NAME: service_name} if service_name else {})
-    provider, owned = _choose_provider(tracer_provider, install_global, resource)
-    effective_service = str(provider.resource.attributes.get(c.SERVICE_NAME, "unknown_service"))
+    return install(plan(**locals()))  # every argument, as given: plan() checks them all
 
-    exporters: list[SpanExporter] = []
-    file_exporter = None
-    if traces_dir is not None:
-        file_exporter = JsonLinesSpanExporter(traces_dir, effective_service)
-        exporters.append(file_exporter)
-    otlp = _otlp_exporter(otlp_endpoint, otlp_protocol)
-    if otlp is not None:
-        exporters.append(otlp)
-    exporters.extend(extra_exporters or ())
-    processors: list[SpanProcessor] = [
-        BatchSpanProcessor(
-            exporter,
-            max_queue_size=max_queue_size,
-            schedule_delay_millis=schedule_delay_millis,
-            max_export_batch_size=min(512, max_queue_size),
-        )
-        for exporter in exporters
-    ]
-    for processor in processors:
-        provider.add_span_processor(processor)
 
-    owns_registry = registry is None
-    registry = registry if registry is not None else CollectorRegistry()
-    server = None
-    try:
-        runtime = Runtime(
-            provider=provider,
-            owns_provider=owned,
-            processors=processors,
-            registry=registry,
-            file_exporter=file_exporter,
-            owns_registry=owns_registry,
-        )
-        if metrics_port is not None:
-            server, _thread = start_http_server(metrics_port, addr=metrics_addr, registry=registry)
-            runtime._metrics_server = server
-    except Exception as exc:
-        for processor in processors:
-            processor.shutdown()
-        if isinstance(exc, ValueError) and "Duplicated timeseries" in str(exc):
+def install(decided: Plan) -> Runtime:
+    """Act on a checked :class:`Plan`; if a step fails, undo the ones before it and raise."""
+    with contextlib.ExitStack() as undo:
+        owns_registry = decided.registry is None
+        registry = decided.registry if decided.registry is not None else CollectorRegistry()
+        try:
+            metrics = ToolMetrics(registry)
+        except ValueError as exc:
             raise ConfigurationError(
                 "the registry already holds outcome-telemetry's metrics (a runtime that was not shut down, "
                 "or another library using the same names); shut the old runtime down or pass registry="
                 "CollectorRegistry()"
             ) from exc
-        if isinstance(exc, OSError):
-            raise ConfigurationError(f"cannot serve /metrics on {metrics_addr}:{metrics_port}: {exc}") from exc
-        raise
+        undo.callback(metrics.unregister)
+        server = None
+        if decided.metrics_port is not None:
+            try:
+                server, _thread = start_http_server(decided.metrics_port, addr=decided.metrics_addr, registry=registry)
+            except OSError as exc:
+                raise ConfigurationError(
+                    f"cannot serve /metrics on {decided.metrics_addr}:{decided.metrics_port}: {exc}; "
+                    f"pick a free port (0 picks one for you)"
+                ) from exc
+            undo.callback(server.server_close)
+            undo.callback(server.shutdown)
+        processors, file_exporter = _processors(decided, metrics, owned=decided.provider is None)
+        for processor in processors:
+            undo.callback(processor.shutdown)
+        if decided.provider is None:
+            provider = TracerProvider(resource=decided.resource)
+            OUR_PROVIDERS.add(provider)
+        else:
+            provider = decided.provider
+            logger.info("outcome-telemetry: adding its span processors to the application's TracerProvider")
+        for processor in processors:
+            provider.add_span_processor(processor)
+            if decided.provider is not None:
+                undo.callback(detach_processor, provider, processor)
+        runtime = Runtime(
+            provider=provider,
+            owns_provider=decided.provider is None,
+            processors=list(processors),
+            registry=registry,
+            file_exporter=file_exporter,
+            metrics_server=server,
+            owns_registry=owns_registry,
+            metrics=metrics,
+        )
+        if decided.provider is None and decided.install_global and isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider):
+            trace.set_tracer_provider(provider)  # last: the one step that cannot be undone
+        undo.pop_all()
     _state.active = runtime
     atexit.register(runtime.shutdown)
     return runtime
 
+
+def _processors(decided: Plan, metrics: ToolMetrics, owned: bool) -> tuple[list[CountingBatchProcessor], JsonLinesSpanExporter | None]:
+    """One counting batch processor per exporter: the files, OTLP, then the extra exporters."""
+    targets: list[tuple[SpanExporter, str, BatchSettings, Callable[[ReadableSpan], bool] | None]] = []
+    only_tools = None if owned else _is_tool_span  # an application's spans are the application's to export
+    file_exporter = None
+    if decided.traces_dir is not None:
+        file_exporter = JsonLinesSpanExporter(decided.traces_dir, decided.service_name)
+        file_exporter.metrics = metrics
+        targets.append((file_exporter, c.EXPORTER_FILE, decided.file_settings, None if decided.file_all_spans else _is_tool_span))
+    if decided.otlp is not None:
+        targets.append((build_otlp_exporter(decided.otlp), c.EXPORTER_OTLP, decided.export_settings, only_tools))
+    for exporter in decided.extra_exporters:
+        targets.append((exporter, c.EXPORTER_OTHER, decided.export_settings, only_tools))
+    processors: list[CountingBatchProcessor] = []
+    try:
+        for exporter, label, settings, accept in targets:
+            processors.append(CountingBatchProcessor(exporter, settings, metrics, accept=accept, exporter_label=label))
+    except Exception:
+        for processor in processors:
+            processor.shutdown()
+        raise
+    return processors, file_exporter
 
 def active_runtime() -> Runtime | None:
     """The runtime decorated calls currently record into, if any."""

@@ -5,27 +5,32 @@ reader can stream the file line by line and a crash loses at most the line being
 forensics loader skips a truncated last line with a warning). The file name carries the service,
 the pid and the start time, so processes sharing a directory never interleave.
 
-A failing write (read-only directory, full disk) is logged once, counted in ``dropped_spans``,
-and reported to the SDK as a failed export; it is never raised.
+A failing write (read-only directory, full disk) is logged once, counted in ``dropped_spans``
+and in the internal-errors counter, and reported as a failed export (which the processor counts
+as dropped spans); it is never raised. Each export is written and flushed to the operating
+system before it returns, so a process killed outright loses only what was still queued.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import IO
+from typing import IO, TYPE_CHECKING
 
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
 from . import containment as _safe
-from ..conventions import OTLP_SPANS_PER_LINE
-from .otlp_json import encode_traces_data
+from .. import conventions as c
+from ..exceptions import ConfigurationError
+from .otlp_text import encode_line
+
+if TYPE_CHECKING:
+    from .metrics import ToolMetrics
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
 
@@ -54,6 +59,22 @@ class JsonLinesSpanExporter(SpanExporter):
         self._pid = -1
         self._path: Path | None = None
         self._shutdown = False
+        self.metrics: ToolMetrics | None = None
+        """Where contained failures are counted (set by ``configure()``; else the active runtime's)."""
+
+    def check_writable(self) -> None:
+        """Create the folder and prove a file can be written there; :class:`ConfigurationError` if not."""
+        probe = self.directory / f".outcome-telemetry-probe-{os.getpid()}"
+        try:
+            self.directory.mkdir(parents=True, exist_ok=True)
+            with open(probe, "w", encoding="utf-8") as handle:
+                handle.write("")
+            probe.unlink()
+        except OSError as exc:
+            raise ConfigurationError(
+                f"traces_dir={str(self.directory)!r} cannot be written ({exc.strerror or exc}); pass a folder "
+                f"this process may create files in, or traces_dir=None to turn span files off"
+            ) from exc
 
     @property
     def path(self) -> Path | None:
@@ -75,17 +96,15 @@ class JsonLinesSpanExporter(SpanExporter):
         if self._shutdown:
             return SpanExportResult.FAILURE
         try:
-            lines = [
-                json.dumps(encode_traces_data(spans[i : i + OTLP_SPANS_PER_LINE]), separators=(",", ":"))
-                for i in range(0, len(spans), OTLP_SPANS_PER_LINE)
-            ]
+            per_line = c.OTLP_SPANS_PER_LINE
+            text = "".join(encode_line(spans[i : i + per_line]) + "\n" for i in range(0, len(spans), per_line))
             with self._lock:
                 handle = self._open()
-                handle.write("\n".join(lines) + "\n")
+                handle.write(text)
                 handle.flush()
         except Exception as exc:  # the exporter boundary never raises into the application
             self.dropped_spans += len(spans)
-            _safe.report(f"writing spans to {self.directory}", exc)
+            _safe.report(c.STAGE_EXPORTER, f"writing spans to {self.directory}", exc, self.metrics)
             return SpanExportResult.FAILURE
         self.exported_spans += len(spans)
         return SpanExportResult.SUCCESS
@@ -97,7 +116,7 @@ class JsonLinesSpanExporter(SpanExporter):
                     self._file.flush()
                     os.fsync(self._file.fileno())
                 except Exception as exc:
-                    _safe.report(f"flushing {self._path}", exc)
+                    _safe.report(c.STAGE_EXPORTER, f"flushing {self._path}", exc, self.metrics)
                     return False
         return True
 
@@ -109,5 +128,5 @@ class JsonLinesSpanExporter(SpanExporter):
                 try:
                     self._file.close()
                 except Exception as exc:
-                    _safe.report(f"closing {self._path}", exc)
+                    _safe.report(c.STAGE_EXPORTER, f"closing {self._path}", exc, self.metrics)
                 self._file = None

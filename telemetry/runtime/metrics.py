@@ -1,79 +1,137 @@
-"""The Prometheus side of a runtime: the six metrics of DESIGN.md in one registry.
+"""The Prometheus side of a runtime: every metric the toolkit exposes, built from one table.
+
+:data:`FAMILIES` is the table: one row per metric (its exposed name, kind, help text and which
+series exist at zero from the start). Adding a counter is adding a row (its name and labels go
+in ``conventions.py``); ``ToolMetrics[name]`` then gives the collector.
 
 The per-call path is kept cheap the way prometheus-client itself does it: each label
 combination's child is looked up once and cached in a plain dict, so a call costs a dict lookup
 and one ``inc()``. Label values come only from bounded sets (tool names known at decoration,
-outcome codes), which the decorator guarantees before calling in here.
+outcome codes, the toolkit's own stage and drop-reason lists).
 """
 
 from __future__ import annotations
 
-from typing import Any
+import itertools
+from dataclasses import dataclass
+from typing import Any, Union
 
 from prometheus_client import CollectorRegistry, Counter, Histogram
 
 from .. import conventions as c
 
 _DURATION_BUCKETS = (0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
+Metric = Union[Counter, Histogram]
+
+
+@dataclass(frozen=True)
+class Family:
+    """One metric of the table.
+
+    ``zero_per_tool``: the series of each tool exist at zero from its first call (the metric's
+    only label is the tool), because ``rate()`` needs a sample before the first increment.
+    ``zero_values``: label-value lists whose every combination exists at zero from the start
+    (bounded sets, so the toolkit's own health counters can alert on their first increment).
+    """
+
+    exposed: str
+    kind: type[Counter] | type[Histogram]
+    help: str
+    zero_per_tool: bool = False
+    zero_values: tuple[tuple[str, ...], ...] = ()
+
+    @property
+    def base_name(self) -> str:
+        """The name prometheus-client takes: a counter's without ``_total``, which it appends."""
+        if self.kind is Counter and self.exposed.endswith("_total"):
+            return self.exposed[: -len("_total")]
+        return self.exposed
+
+
+FAMILIES: tuple[Family, ...] = (
+    Family(
+        c.METRIC_TOOL_CALLS_TOTAL,
+        Counter,
+        "Tool calls by transport, read-back and outcome: transport ok with outcome not ok "
+        "is a call that returned but did the wrong thing.",
+    ),
+    Family(
+        c.METRIC_TOOL_CALL_DURATION,
+        Histogram,
+        "Tool call duration, covering the await and every iteration of a generator.",
+    ),
+    Family(c.METRIC_REJECTED_WRITES_TOTAL, Counter, "Calls a guard refused at call time, by refusal reason."),
+    Family(
+        c.METRIC_CONSTRAINT_WAIVERS_TOTAL,
+        Counter,
+        "Constraints waived (with a reason) at a delegation hop.",
+        zero_per_tool=True,
+    ),
+    Family(
+        c.METRIC_STALE_SENDS_TOTAL,
+        Counter,
+        "Outward sends refused because their policy version was superseded.",
+        zero_per_tool=True,
+    ),
+    Family(
+        c.METRIC_IDEMPOTENT_REPLAYS_TOTAL,
+        Counter,
+        "Calls answered from a stored outcome under their idempotency key, not run again.",
+        zero_per_tool=True,
+    ),
+    Family(
+        c.METRIC_SPANS_DROPPED_TOTAL,
+        Counter,
+        "Finished spans lost before an exporter delivered them, by exporter and reason: the "
+        "trace files (exporter=file) forensics reads are missing this many.",
+        zero_values=(c.EXPORTERS, c.DROP_REASONS),
+    ),
+    Family(
+        c.METRIC_INTERNAL_ERRORS_TOTAL,
+        Counter,
+        "Failures inside outcome-telemetry's own work, by stage; each was contained and the "
+        "tool call was unaffected, but what it recorded may be incomplete.",
+        zero_values=(c.STAGES,),
+    ),
+)
+"""Every metric, in exposition order."""
 
 
 class ToolMetrics:
-    """The toolkit's counters and histogram, registered in ``registry``.
+    """The toolkit's metrics (:data:`FAMILIES`), registered in ``registry``.
 
-    ``unregister()`` removes them again, so a process can configure, shut down and configure
-    anew against the same registry (tests do, and so do long-lived apps that reconfigure).
+    Registration is all or nothing: if one name is already taken, the ones registered before
+    it are removed again before the error propagates. ``unregister()`` removes them, so a
+    process can configure, shut down and configure anew against the same registry.
     """
 
     def __init__(self, registry: CollectorRegistry) -> None:
         self.registry = registry
-        self.calls = Counter(
-            c.METRIC_TOOL_CALLS,
-            "Tool calls by transport, read-back and outcome: transport ok with outcome not ok "
-            "is a call that returned but did the wrong thing.",
-            c.METRIC_LABELS[c.METRIC_TOOL_CALLS_TOTAL],
-            registry=registry,
-        )
-        self.duration = Histogram(
-            c.METRIC_TOOL_CALL_DURATION,
-            "Tool call duration, covering the await and every iteration of a generator.",
-            c.METRIC_LABELS[c.METRIC_TOOL_CALL_DURATION],
-            buckets=_DURATION_BUCKETS,
-            registry=registry,
-        )
-        self.rejected = Counter(
-            c.METRIC_REJECTED_WRITES,
-            "Calls a guard refused at call time, by refusal reason.",
-            c.METRIC_LABELS[c.METRIC_REJECTED_WRITES_TOTAL],
-            registry=registry,
-        )
-        self.waivers = Counter(
-            c.METRIC_CONSTRAINT_WAIVERS,
-            "Constraints waived (with a reason) at a delegation hop.",
-            c.METRIC_LABELS[c.METRIC_CONSTRAINT_WAIVERS_TOTAL],
-            registry=registry,
-        )
-        self.stale_sends = Counter(
-            c.METRIC_STALE_SENDS,
-            "Outward sends refused because their policy version was superseded.",
-            c.METRIC_LABELS[c.METRIC_STALE_SENDS_TOTAL],
-            registry=registry,
-        )
-        self.replays = Counter(
-            c.METRIC_IDEMPOTENT_REPLAYS,
-            "Calls answered from a stored outcome under their idempotency key, not run again.",
-            c.METRIC_LABELS[c.METRIC_IDEMPOTENT_REPLAYS_TOTAL],
-            registry=registry,
-        )
-        self._collectors = (
-            self.calls,
-            self.duration,
-            self.rejected,
-            self.waivers,
-            self.stale_sends,
-            self.replays,
-        )
+        self._by_name: dict[str, Metric] = {}
         self._children: dict[tuple[Any, ...], Any] = {}
         self.known_tools: set[str] = set()
+        try:
+            for family in FAMILIES:
+                self._by_name[family.exposed] = _build(family, registry)
+        except Exception:
+            self.unregister()
+            raise
+        self._per_tool = tuple(self._by_name[f.exposed] for f in FAMILIES if f.zero_per_tool)
+        for family in FAMILIES:
+            for labels in itertools.product(*family.zero_values) if family.zero_values else ():
+                self.child(self._by_name[family.exposed], *labels)
+        self.calls = self[c.METRIC_TOOL_CALLS_TOTAL]
+        self.duration = self[c.METRIC_TOOL_CALL_DURATION]
+        self.rejected = self[c.METRIC_REJECTED_WRITES_TOTAL]
+        self.waivers = self[c.METRIC_CONSTRAINT_WAIVERS_TOTAL]
+        self.stale_sends = self[c.METRIC_STALE_SENDS_TOTAL]
+        self.replays = self[c.METRIC_IDEMPOTENT_REPLAYS_TOTAL]
+        self.spans_dropped = self[c.METRIC_SPANS_DROPPED_TOTAL]
+        self.internal_errors = self[c.METRIC_INTERNAL_ERRORS_TOTAL]
+
+    def __getitem__(self, exposed_name: str) -> Any:
+        """The collector of the metric exposed as ``exposed_name`` (e.g. ``tool_calls_total``)."""
+        return self._by_name[exposed_name]
 
     def ensure_tool(self, tool: str) -> None:
         """Create ``tool``'s single-label series at zero the first time the tool is called.
@@ -81,11 +139,11 @@ class ToolMetrics:
         Prometheus' ``rate()`` needs a sample before the first increment; without one, the
         first stale send or waiver of a tool would never show in a rate and never alert.
         """
-        for metric in (self.waivers, self.stale_sends, self.replays):
+        for metric in self._per_tool:
             self.child(metric, tool)
         self.known_tools.add(tool)
 
-    def child(self, metric: Counter | Histogram, *labels: str) -> Any:
+    def child(self, metric: Metric, *labels: str) -> Any:
         """Return the cached child of ``metric`` for ``labels`` (creating it once)."""
         key = (id(metric),) + labels
         found = self._children.get(key)
@@ -94,10 +152,25 @@ class ToolMetrics:
             self._children[key] = found
         return found
 
+    def count_drop(self, exporter: str, reason: str, spans: int) -> None:
+        """Count ``spans`` lost by ``exporter`` for ``reason`` (both from the bounded sets)."""
+        self.child(self.spans_dropped, exporter, reason).inc(spans)
+
+    def count_internal_error(self, stage: str) -> None:
+        """Count one contained failure at ``stage``."""
+        self.child(self.internal_errors, stage).inc()
+
     def unregister(self) -> None:
         """Remove every metric from the registry; safe to call twice."""
-        for collector in self._collectors:
+        for collector in self._by_name.values():
             try:
                 self.registry.unregister(collector)
             except KeyError:
                 pass
+
+
+def _build(family: Family, registry: CollectorRegistry) -> Metric:
+    labels = c.METRIC_LABELS[family.exposed]
+    if family.kind is Histogram:
+        return Histogram(family.base_name, family.help, labels, buckets=_DURATION_BUCKETS, registry=registry)
+    return Counter(family.base_name, family.help, labels, registry=registry)

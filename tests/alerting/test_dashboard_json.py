@@ -60,8 +60,14 @@ def test_every_panel_uses_the_datasource_variable() -> None:
 
 
 def test_every_tool_selector_follows_the_tool_variable() -> None:
-    """Every series a panel selects is filtered by `tool=~"$tool"` (the SLO constants have no tool)."""
-    constants = {c.RULE_INTENT_SLO_TARGET, c.RULE_INTENT_SLO_ERROR_BUDGET}
+    """Every series a panel selects is filtered by `tool=~"$tool"` (the SLO constants and the toolkit's
+    own health counters have no tool)."""
+    constants = {
+        c.RULE_INTENT_SLO_TARGET,
+        c.RULE_INTENT_SLO_ERROR_BUDGET,
+        c.METRIC_SPANS_DROPPED_TOTAL,
+        c.METRIC_INTERNAL_ERRORS_TOTAL,
+    }
     for title, expr in shipped.panel_queries(shipped.dashboard()):
         for selector in extract(expr).selectors:
             if selector.metric in constants:

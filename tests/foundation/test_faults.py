@@ -97,11 +97,12 @@ class FailingExporter(SpanExporter):
 
 
 @pytest.mark.parametrize("kind", KINDS)
-def test_unwritable_traces_dir_and_failing_exporter(kind: str, tmp_path: Path) -> None:
-    """A traces dir that cannot be created and an exporter that raises are counted, never raised."""
-    blocker = tmp_path / "not-a-dir"
-    blocker.write_text("a file where the traces folder should be")
-    rt = telemetry.configure(service_name="faulty", traces_dir=blocker / "traces", extra_exporters=[FailingExporter()])
+def test_traces_dir_lost_after_configure_and_failing_exporter(kind: str, tmp_path: Path) -> None:
+    """A traces folder that vanishes after configure() and an exporter that raises are counted, never raised."""
+    folder = tmp_path / "traces"
+    rt = telemetry.configure(service_name="faulty", traces_dir=folder, extra_exporters=[FailingExporter()])
+    folder.rmdir()
+    folder.write_text("a file where the traces folder was")
     try:
         tool = telemetry.instrument_tool(make(kind, lambda x, y: {"sum": x + y}))
         for _ in range(3):
@@ -113,3 +114,8 @@ def test_unwritable_traces_dir_and_failing_exporter(kind: str, tmp_path: Path) -
         rt.shutdown()
     assert rt.file_exporter is not None and rt.file_exporter.dropped_spans == 3
     assert rt.trace_file is None
+    assert rt.dropped_spans[c.EXPORTER_FILE][c.DROP_EXPORT_FAILED] == 3
+    assert rt.dropped_spans[c.EXPORTER_OTHER][c.DROP_EXPORT_FAILED] == 3
+    dropped = {c.LABEL_EXPORTER: c.EXPORTER_FILE, c.LABEL_REASON: c.DROP_EXPORT_FAILED}
+    assert rt.registry.get_sample_value(c.METRIC_SPANS_DROPPED_TOTAL, dropped) == 3
+    assert rt.internal_errors[c.STAGE_EXPORTER] >= 2  # the file's write and the raising exporter, at least once each
