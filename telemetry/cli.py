@@ -8,6 +8,8 @@ from pathlib import Path
 
 from .runtime.resources import data_dir
 
+__all__ = ["main"]
+
 DESCRIPTION = """\
 Make the failures that look like success visible: transport ok, outcome not ok.
 

@@ -7,6 +7,8 @@ cannot be done.
 
 from __future__ import annotations
 
+__all__ = ["ConfigurationError", "ForensicsInputError", "GuardError", "TelemetryError"]
+
 
 class TelemetryError(Exception):
     """Base class of every exception this package raises on purpose."""

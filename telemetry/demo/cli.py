@@ -20,6 +20,8 @@ from .runner import CrewResult, run_crew, stderr_progress
 from .scenarios import MODES, SCENARIOS
 from .surfaces import audit_summary
 
+__all__ = ["build_parser", "main"]
+
 EPILOG = """\
 scenarios: """ + ", ".join(SCENARIOS) + """
 

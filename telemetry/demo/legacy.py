@@ -15,13 +15,8 @@ import secrets
 from typing import Any
 
 from .. import conventions as c
-from ..instrument import Call, current_call
-from ..instrument import instrument_tool
-from ..guards._checks import digest
-from ..guards.delegation import Delegations
-from ..guards.envelope import refusal
-from ..guards.sqlite import SQLiteStore
-from ..guards.state import ABSENT_VERSION
+from ..guards import ABSENT_VERSION, Delegations, IdempotencyKeys, SQLiteStore, refusal
+from ..instrument import Call, current_call, instrument_tool
 
 _DDL = """
 CREATE TABLE IF NOT EXISTS legacy_kv (key TEXT PRIMARY KEY, value TEXT NOT NULL, rev TEXT NOT NULL);
@@ -114,14 +109,16 @@ class LegacyPayments:
     def __init__(self, store: SQLiteStore) -> None:
         self.store = store
         store.ensure_schema("crew.legacy", _DDL)
+        # The hashes the guarded tool records (the store's HMAC), so forensics correlates both.
+        self._hashes = IdempotencyKeys(store)
 
     @instrument_tool(name="legacy_charge_card", kind=c.KIND_WRITE)
     def charge_card(self, order_id: str, amount_cents: int, request_id: str) -> dict[str, Any]:
         """Charge ``amount_cents`` for ``order_id``."""
         current_call().set_attributes(
             {
-                c.IDEMPOTENCY_KEY_HASH: digest("legacy_charge_card", request_id)[:32],
-                c.IDEMPOTENCY_PAYLOAD_HASH: digest(order_id, str(amount_cents))[:32],
+                c.IDEMPOTENCY_KEY_HASH: self._hashes.hash("legacy_charge_card", request_id),
+                c.IDEMPOTENCY_PAYLOAD_HASH: self._hashes.hash(order_id, str(amount_cents)),
             }
         )
         with self.store.transaction() as conn:

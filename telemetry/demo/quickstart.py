@@ -16,6 +16,8 @@ from ..instrument import agent
 from ..instrument import instrument_tool
 from ..runtime import configure
 
+__all__ = ["run"]
+
 
 def run(out_dir: Path, *, stream: TextIO = sys.stdout) -> dict[str, Any]:
     """Run the example into ``out_dir``; return where the traces went and what was counted."""

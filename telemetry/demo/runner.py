@@ -27,6 +27,8 @@ from ..runtime import Runtime
 from .scenarios import LEGACY, MODES, SCENARIOS
 from .world import World
 
+__all__ = ["CrewResult", "run_crew", "stderr_progress"]
+
 Progress = Callable[[str], None]
 
 

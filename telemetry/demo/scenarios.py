@@ -14,8 +14,7 @@ from typing import Any
 
 from .. import conventions as c
 from ..instrument import agent
-from ..guards.delegation import AcceptanceCriterion, Constraint, Waiver
-from ..guards.state import ABSENT_VERSION
+from ..guards import ABSENT_VERSION, AcceptanceCriterion, Constraint, Waiver
 from .manifest import Incident
 from .world import CATALOG, REFUND_POLICY, World
 

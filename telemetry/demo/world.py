@@ -16,9 +16,9 @@ from pathlib import Path
 from typing import Any
 
 from .. import conventions as c
+from ..guards import ABSENT_VERSION, Delegations, IdempotencyKeys, Objectives, Planner, PlanWriter, SQLiteStore, StateStore, guarded_send
+from ..guards.state import current_row, put
 from ..instrument import instrument_tool
-from ..guards import Delegations, IdempotencyKeys, Objectives, Planner, PlanWriter, SQLiteStore, StateStore, guarded_send
-from ..guards.state import ABSENT_VERSION, current_row, put
 from .legacy import LegacyDelegation, LegacyKV, LegacyMessaging, LegacyPayments, ProfileService
 
 REFUND_POLICY = "refund-policy"

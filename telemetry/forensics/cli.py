@@ -22,6 +22,8 @@ from .loading import MAX_LINE_BYTES, Progress, stderr_progress
 from .questions import QUESTION_NAMES, all_questions, question
 from .report import FORMATS, format_answer
 
+__all__ = ["EXIT_FINDINGS", "EXIT_INPUT", "EXIT_INTERNAL", "EXIT_OK", "build_parser", "main"]
+
 EXIT_OK = 0
 EXIT_FINDINGS = 1
 EXIT_INPUT = 2

@@ -17,6 +17,8 @@ from typing import Any, TypeVar
 from .. import conventions as c
 from .sqlite import StoreBusy
 
+__all__ = ["BUSY_RETRY_AFTER_SECONDS", "busy_refusal", "refusal", "refuse_when_busy", "success"]
+
 F = TypeVar("F", bound=Callable[..., Any])
 
 _RESERVED = frozenset({"ok", "error", "message", "retry", "retry_after_seconds"})

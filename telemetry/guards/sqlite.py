@@ -22,6 +22,8 @@ from pathlib import Path
 
 from ..exceptions import ConfigurationError, GuardError
 
+__all__ = ["BUSY_TIMEOUT_MS", "SQLiteStore", "StoreBusy"]
+
 BUSY_TIMEOUT_MS = 30_000
 
 

@@ -36,7 +36,7 @@ from ._checks import BadInput
 from .envelope import refusal, refuse_when_busy, success
 from .sqlite import SQLiteStore
 
-__all__ = ["ABSENT_VERSION", "JSONValue", "StateStore"]
+__all__ = ["ABSENT_VERSION", "JSONValue", "StateStore", "current_row", "persisted", "put"]
 
 ABSENT_VERSION: Final = "absent"
 """The version token of a key that does not exist: ``read_state`` returns it for a missing key,
@@ -80,7 +80,12 @@ def ensure_state_schema(store: SQLiteStore) -> None:
 
 
 def current_row(conn: sqlite3.Connection, key: str) -> tuple[str, str] | None:
-    """``(value_json, version)`` of ``key`` as this transaction sees it, or None when absent."""
+    """``(value_json, version)`` of ``key`` as this transaction sees it, or None when absent.
+
+    With :func:`put`, the building blocks of every guarded write, public for code that runs its
+    own transaction (``with store.transaction() as conn:``) over the state table: seeding a
+    database, a migration, the demo's unguarded legacy tools. Neither is instrumented.
+    """
     row = conn.execute("SELECT value, version FROM guard_state WHERE key = ?", (key,)).fetchone()
     return None if row is None else (row[0], row[1])
 

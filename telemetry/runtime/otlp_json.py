@@ -16,6 +16,8 @@ from typing import Any
 
 from opentelemetry.sdk.trace import ReadableSpan
 
+__all__ = ["encode_attributes", "encode_traces_data", "encode_value"]
+
 _HAS_IS_REMOTE = 0x100
 _IS_REMOTE = 0x200
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1

@@ -13,6 +13,8 @@ from typing import Literal
 
 from ..exceptions import ConfigurationError
 
+__all__ = ["DataKind", "data_dir", "data_file"]
+
 DataKind = Literal["queries", "dashboards", "alerts"]
 
 _PACKAGE_DIR = Path(__file__).resolve().parent.parent
