@@ -163,6 +163,26 @@ REFUSAL_OUTCOMES: Final = frozenset(
 """Outcomes by which a guard refused at call time; each is counted in
 ``tool_rejected_writes_total`` with the outcome as its ``reason``."""
 
+# --- the result envelope (what a guard returns, what the classifier reads) --------------------
+
+ENVELOPE_OK: Final = "ok"
+"""``True`` on success, ``False`` on a refusal; the classifier reads ``False`` as "not ok"."""
+ENVELOPE_ERROR: Final = "error"
+"""A refusal's outcome code (from the vocabulary above)."""
+ENVELOPE_MESSAGE: Final = "message"
+"""What happened and what to do next, for the model."""
+ENVELOPE_RETRY: Final = "retry"
+"""Whether redoing the call (after doing what the message says) can succeed."""
+ENVELOPE_RETRY_AFTER_SECONDS: Final = "retry_after_seconds"
+ENVELOPE_REJECTED: Final = "rejected"
+"""``True`` in a stale-write result of tools that predate the envelope: ``rejected_stale_version``."""
+ENVELOPE_DEDUPLICATED: Final = "deduplicated"
+"""``True`` in a result answered from a stored outcome (an idempotent replay)."""
+ENVELOPE_KEYS: Final = frozenset(
+    {ENVELOPE_OK, ENVELOPE_ERROR, ENVELOPE_MESSAGE, ENVELOPE_RETRY, ENVELOPE_RETRY_AFTER_SECONDS}
+)
+"""The keys a refusal's context may not reuse."""
+
 # --- tool kinds ------------------------------------------------------------------------------
 
 KIND_READ: Final = "read"
@@ -285,6 +305,9 @@ SECRET_NAME_PARTS: Final = (
     "session",
 )
 """An argument whose lower-cased name contains one of these is recorded as ``[REDACTED]``."""
+INT64_MIN: Final = -(2**63)
+INT64_MAX: Final = 2**63 - 1
+"""OTLP carries integers as int64: an int outside this range is recorded (and encoded) as text."""
 
 OTLP_SPANS_PER_LINE: Final = 64
 """The file exporter writes at most this many spans per JSON line (see DESIGN.md's measurements)."""

@@ -9,6 +9,7 @@ other.
 from __future__ import annotations
 
 import hashlib
+import hmac
 import json
 import math
 from typing import Any
@@ -26,7 +27,7 @@ class BadInput(Exception):
     """Raised by a check; ``envelope`` is the ``invalid_argument`` refusal to return."""
 
     def __init__(self, envelope: dict[str, Any]) -> None:
-        super().__init__(envelope["message"])
+        super().__init__(envelope[c.ENVELOPE_MESSAGE])
         self.envelope = envelope
 
 
@@ -92,9 +93,13 @@ def number(name: str, value: Any, *, low: float, high: float) -> float:
     return float(value)
 
 
-def digest(*parts: str) -> str:
-    """A hex SHA-256 of the parts (NUL-separated), for hashes that go on spans and into tables."""
-    h = hashlib.sha256()
+def digest(*parts: str, key: bytes | None = None) -> str:
+    """A hex SHA-256 of the parts (NUL-separated), for hashes that go on spans and into tables.
+
+    With ``key`` it is the HMAC-SHA-256 under that key instead: for values a reader could guess
+    (an idempotency key), whose plain hash would confirm the guess.
+    """
+    h = hashlib.sha256() if key is None else hmac.new(key, digestmod=hashlib.sha256)
     for part in parts:
         h.update(part.encode("utf-8", "surrogatepass"))
         h.update(b"\0")

@@ -168,7 +168,7 @@ def _now() -> str:
 
 def _task_readback(call: Any, result: Any) -> bool | None:
     """State success of a task-creating call: the stored ledger is the one the call reported."""
-    if not isinstance(result, Mapping) or not result.get("ok"):
+    if not isinstance(result, Mapping) or not result.get(c.ENVELOPE_OK):
         return None
     self: Delegations = call.arguments["self"]
     stored = self._ledger(str(result["task_id"]))

@@ -21,9 +21,6 @@ __all__ = ["BUSY_RETRY_AFTER_SECONDS", "busy_refusal", "refusal", "refuse_when_b
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-_RESERVED = frozenset({"ok", "error", "message", "retry", "retry_after_seconds"})
-
-
 def refusal(
     code: str,
     message: str,
@@ -37,21 +34,26 @@ def refusal(
         raise ValueError(f"refusal code {code!r} is not a non-ok outcome code from telemetry.conventions")
     if not message:
         raise ValueError("a refusal needs a message that says what happened and what to do")
-    clash = _RESERVED.intersection(context)
+    clash = c.ENVELOPE_KEYS.intersection(context)
     if clash:
         raise ValueError(f"context keys {sorted(clash)} are reserved by the envelope")
-    envelope: dict[str, Any] = {"ok": False, "error": code, "message": message, "retry": retry}
+    envelope: dict[str, Any] = {
+        c.ENVELOPE_OK: False,
+        c.ENVELOPE_ERROR: code,
+        c.ENVELOPE_MESSAGE: message,
+        c.ENVELOPE_RETRY: retry,
+    }
     if retry_after_seconds is not None:
-        envelope["retry_after_seconds"] = retry_after_seconds
+        envelope[c.ENVELOPE_RETRY_AFTER_SECONDS] = retry_after_seconds
     envelope.update(context)
     return envelope
 
 
 def success(**fields: Any) -> dict[str, Any]:
     """The matching success shape: ``{"ok": true, ...fields}``."""
-    if "ok" in fields or "error" in fields:
-        raise ValueError("success fields may not be named 'ok' or 'error'")
-    return {"ok": True, **fields}
+    if c.ENVELOPE_OK in fields or c.ENVELOPE_ERROR in fields:
+        raise ValueError(f"success fields may not be named {c.ENVELOPE_OK!r} or {c.ENVELOPE_ERROR!r}")
+    return {c.ENVELOPE_OK: True, **fields}
 
 
 BUSY_RETRY_AFTER_SECONDS = 1.0

@@ -32,8 +32,6 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import hashlib
-import hmac
 import inspect
 import json
 import logging
@@ -125,11 +123,7 @@ class IdempotencyKeys:
 
     def hash(self, *parts: str) -> str:
         """The 32-hex-digit HMAC of ``parts`` that spans and the table record instead of raw values."""
-        mac = hmac.new(self._secret, digestmod=hashlib.sha256)
-        for part in parts:
-            mac.update(part.encode("utf-8", "surrogatepass"))
-            mac.update(b"\0")
-        return mac.hexdigest()[:32]
+        return _checks.digest(*parts, key=self._secret)[:32]
 
     def idempotent(self, key_param: str = "idempotency_key", *, scope: str | None = None) -> Callable[[F], F]:
         """Decorate a sync or async tool whose ``key_param`` argument carries the idempotency key.
@@ -303,14 +297,14 @@ class _Guard:
         written leaves the claim to expire with its lease, and the failure is logged.
         """
         try:
-            if isinstance(result, dict) and result.get("ok") is False and result.get("retry") is True:
+            if isinstance(result, dict) and result.get(c.ENVELOPE_OK) is False and result.get(c.ENVELOPE_RETRY) is True:
                 self.release(ticket)
                 return
             outcome = classify_result(result).outcome
             try:
                 stored = json.dumps(result, sort_keys=True, default=str)
             except (TypeError, ValueError, OverflowError, RecursionError):
-                stored = json.dumps({"ok": outcome == c.OUTCOME_OK, "result_not_stored": True,
+                stored = json.dumps({c.ENVELOPE_OK: outcome == c.OUTCOME_OK, "result_not_stored": True,
                                      "note": "the original call ran; its result could not be stored as JSON"})
             with self.keys.store.transaction() as conn:
                 cursor = conn.execute(
@@ -345,7 +339,7 @@ def _duplicate(original_id: str, original_outcome: str | None) -> dict[str, Any]
 
 
 def _replay(stored: Any, original_id: str) -> dict[str, Any]:
-    body = dict(stored) if isinstance(stored, dict) else {"ok": True, "result": stored}
-    body["deduplicated"] = True
+    body = dict(stored) if isinstance(stored, dict) else {c.ENVELOPE_OK: True, "result": stored}
+    body[c.ENVELOPE_DEDUPLICATED] = True
     body["original_id"] = original_id
     return body

@@ -34,11 +34,8 @@ from datetime import datetime, timezone
 from typing import Any, ParamSpec, TypeVar, cast
 
 from .. import conventions as c
-from ..instrument import current_call
-from ..instrument import current_agent
-from ..instrument import SPEC_ATTRIBUTE, instrument_tool
 from ..exceptions import ConfigurationError
-from ..instrument import OutcomeFn, ReadbackFn
+from ..instrument import SPEC_ATTRIBUTE, Call, OutcomeFn, ReadbackFn, current_agent, current_call, instrument_tool
 from . import _checks
 from .envelope import busy_refusal, refusal, refuse_when_busy, success
 from .sqlite import SQLiteStore, StoreBusy
@@ -112,9 +109,16 @@ def _invalid(tool: str, problems: Iterable[str | None]) -> dict[str, Any] | None
     return refusal(c.OUTCOME_INVALID_ARGUMENT, f"{tool}: " + "; ".join(found), retry=True)
 
 
+def _on_task(task_id: str, attributes: Mapping[str, Any] | None = None) -> Call:
+    """The current call, with ``objective.task_id`` (and ``attributes``) on its span."""
+    call = current_call()
+    call.set_attributes({c.OBJECTIVE_TASK_ID: task_id, **(attributes or {})})
+    return call
+
+
 def _version_readback(call: Any, result: Any) -> bool | None:
     """State success of a publication: the returned version is stored with the text sent."""
-    if not isinstance(result, Mapping) or not result.get("ok"):
+    if not isinstance(result, Mapping) or not result.get(c.ENVELOPE_OK):
         return None
     self: Objectives = call.arguments["self"]
     with self.store.read() as conn:
@@ -175,8 +179,7 @@ class Objectives:
         bad = _invalid(c.TOOL_PUBLISH_OBJECTIVE, [_text_problem("task_id", task_id), _text_problem("text", text)])
         if bad is not None:
             return bad
-        call = current_call()
-        call.set_attribute(c.OBJECTIVE_TASK_ID, task_id)
+        call = _on_task(task_id)
         with self.store.transaction() as conn:
             row = conn.execute(_CURRENT, (task_id,)).fetchone()
             if row is not None:
@@ -209,8 +212,7 @@ class Objectives:
         bad = _invalid(c.TOOL_GET_OBJECTIVE, [_text_problem("task_id", task_id), _text_problem("agent_id", agent_id)])
         if bad is not None:
             return bad
-        call = current_call()
-        call.set_attributes({c.OBJECTIVE_TASK_ID: task_id, c.GEN_AI_AGENT_ID: agent_id})
+        call = _on_task(task_id, {c.GEN_AI_AGENT_ID: agent_id})
         with self.store.transaction() as conn:
             row = conn.execute(_CURRENT, (task_id,)).fetchone()
             if row is None:
@@ -260,8 +262,7 @@ class Objectives:
         )
         if bad is not None:
             return bad
-        call = current_call()
-        call.set_attribute(c.OBJECTIVE_TASK_ID, task_id)
+        call = _on_task(task_id)
         with self.store.transaction() as conn:
             row = conn.execute(_CURRENT, (task_id,)).fetchone()
             if row is None:
@@ -315,8 +316,7 @@ class Objectives:
         Puts ``objective.task_id``, ``policy.version`` and ``policy.version.current`` on the
         current span. :func:`guarded_send` calls it; call it yourself for a custom send tool.
         """
-        call = current_call()
-        call.set_attributes({c.OBJECTIVE_TASK_ID: task_id, c.POLICY_VERSION: version if isinstance(version, str) else None})
+        call = _on_task(task_id, {c.POLICY_VERSION: version if isinstance(version, str) else None})
         if not isinstance(version, str) or not version:
             with self.store.read() as conn:
                 row = conn.execute(_CURRENT, (task_id,)).fetchone()

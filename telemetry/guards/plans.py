@@ -274,7 +274,7 @@ class Planner:
         except BadInput as bad:  # the action tried to write something invalid: all rolled back
             return _checks.invalid(
                 f"action {plan['action']!r} of plan {plan_id} tried an invalid write, so nothing was written: "
-                f"{bad.envelope['message']}. The action itself is at fault: report it to a human.",
+                f"{bad.envelope[c.ENVELOPE_MESSAGE]}. The action itself is at fault: report it to a human.",
                 retry=False,
             ).envelope
 
@@ -309,7 +309,7 @@ class Planner:
             # Read back before any undo: the writes persisted as sent (state success) whether or
             # not they were the right set (intent success).
             readback = _persisted(conn, writer.written)
-            failed = undo and not result["ok"]
+            failed = undo and not result[c.ENVELOPE_OK]
             if failed:
                 conn.execute("ROLLBACK TO plan_writes")
             conn.execute("RELEASE plan_writes")
@@ -380,7 +380,7 @@ def _replay(stored: str) -> dict[str, Any]:
             c.PLAN_OUTSIDE_TARGET_CHANGED_COUNT: result.get("outside_target_changed_count"),
         }
     )
-    result["deduplicated"] = True
+    result[c.ENVELOPE_DEDUPLICATED] = True
     return result
 
 

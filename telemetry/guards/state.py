@@ -148,7 +148,7 @@ def persisted(store: SQLiteStore, key: str, version: str, value_json: str) -> bo
 
 def _readback(call: Call, result: Any) -> bool | None:
     """``write_state``/``force_write_state`` read-back: the row (or its log entry) holds what was sent."""
-    if not isinstance(result, dict) or result.get("ok") is not True:
+    if not isinstance(result, dict) or result.get(c.ENVELOPE_OK) is not True:
         return None
     owner = call.args[0] if call.args else None
     if not isinstance(owner, StateStore):  # pragma: no cover - the tools are methods
@@ -259,7 +259,7 @@ class StateStore:
         except BadInput as bad:
             raise GuardError(
                 f"force_write_state needs the operator's identity (a non-empty string of at most 256 "
-                f"characters): {bad.envelope['message']}; models must use write_state with the version they read"
+                f"characters): {bad.envelope[c.ENVELOPE_MESSAGE]}; models must use write_state with the version they read"
             ) from None
         call = current_call()
         try:

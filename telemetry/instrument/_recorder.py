@@ -12,7 +12,7 @@ import json
 import time
 from collections.abc import Mapping
 from contextvars import Token
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from opentelemetry import context as otel_context
 from opentelemetry import trace
@@ -28,9 +28,9 @@ if TYPE_CHECKING:
     from ..runtime import Runtime
     from .spec import ToolSpec
 
+_Tokens = tuple["Token[Any] | None", "Token[Call]"]
 _perf = time.perf_counter
 _ERROR = StatusCode.ERROR
-_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 
 
 def _cap(text: str) -> str:
@@ -59,7 +59,7 @@ def recordable(name: str, value: Any) -> Any:
         return value
     if isinstance(value, int):
         # OTLP carries int64; a bigger int would make the OTLP exporter drop the attribute.
-        if _INT64_MIN <= value <= _INT64_MAX:
+        if c.INT64_MIN <= value <= c.INT64_MAX:
             return int(value)
         try:
             return _cap(str(value))
@@ -112,13 +112,43 @@ def begin(spec: ToolSpec, runtime: Runtime, args: tuple[Any, ...], kwargs: dict[
     return call
 
 
-def enter(call: Call) -> tuple[Token[Any] | None, Token[Call]]:
+def start(spec: ToolSpec, runtime: Runtime, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Call, _Tokens]:
+    """:func:`begin` and :func:`enter`: what every wrapper does first."""
+    call = begin(spec, runtime, args, kwargs)
+    return call, enter(call)
+
+
+class Running:
+    """The tool's own code running as part of ``call``, as a ``with`` block the wrappers share.
+
+    Inside, the call is current (for ``current_call()`` and as the parent of nested spans).
+    Leaving by an exception finishes the call with it; the exception then propagates untouched
+    (``__exit__`` never swallows it). A normal exit leaves finishing to the wrapper, which knows
+    the result.
+    """
+
+    __slots__ = ("_call", "_runtime", "_tokens")
+
+    def __init__(self, call: Call, runtime: Runtime) -> None:
+        self._call, self._runtime = call, runtime
+
+    def __enter__(self) -> None:
+        self._tokens = enter(self._call)
+
+    def __exit__(self, exc_type: Any, exc: BaseException | None, traceback: Any) -> Literal[False]:
+        if exc is not None:
+            finish(self._call, self._runtime, exc)
+        leave(self._tokens)
+        return False
+
+
+def enter(call: Call) -> _Tokens:
     """Make the call current (for ``current_call()`` and as the parent of nested spans)."""
     otel_token = otel_context.attach(trace.set_span_in_context(call.span)) if call.span is not None else None
     return otel_token, _current.set(call)
 
 
-def leave(tokens: tuple[Token[Any] | None, Token[Call]]) -> None:
+def leave(tokens: _Tokens) -> None:
     """Undo :func:`enter`."""
     otel_token, call_token = tokens
     _current.reset(call_token)
@@ -153,8 +183,8 @@ def _describe(exc: BaseException, error_type: str) -> str:
         return error_type
 
 
-def finish(call: Call, runtime: Runtime, exc: BaseException | None, result: Any = None) -> None:
-    """Classify the call, end its span and count it. Never raises.
+def finish(call: Call, runtime: Runtime, exc: BaseException | None, result: Any = None) -> Any:
+    """Classify the call, end its span and count it; return ``result``. Never raises.
 
     Whatever fails along the way (an unreadable result, a raising callback, the span API), the
     span is still ended and the call still counted, with what could be decided.
@@ -217,6 +247,7 @@ def finish(call: Call, runtime: Runtime, exc: BaseException | None, result: Any 
         _count(runtime, spec, call, transport, readback, outcome, elapsed)
     except Exception as failure:
         _safe.report(c.STAGE_METRICS, "counting a tool call", failure)
+    return result
 
 
 def _readback(spec: ToolSpec, call: Call, result: Any, transport: str, outcome: str) -> str:

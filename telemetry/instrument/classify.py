@@ -146,11 +146,11 @@ def _structured_outcome(structured: Any) -> str:
 def _mapping_outcome(result: Mapping[str, Any]) -> str | None:
     """The outcome a mapping envelope reports, or None when it reports no failure."""
     get = result.get
-    ok = get("ok")
+    ok = get(c.ENVELOPE_OK)
     if ok is False:
-        code = get("error")
+        code = get(c.ENVELOPE_ERROR)
         return code if isinstance(code, str) and code else c.OUTCOME_ERROR
-    if get("rejected") is True:
+    if get(c.ENVELOPE_REJECTED) is True:
         return c.OUTCOME_REJECTED_STALE_VERSION
     if get("isError") is True:
         return _structured_outcome(get("structuredContent"))

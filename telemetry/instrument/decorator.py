@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar, overload
 from ..runtime import active as _state
 from .call import Call
 from ..exceptions import ConfigurationError
-from ._recorder import begin, enter, finish, leave
+from ._recorder import Running, begin, enter, finish, leave, start
 from .spec import OutcomeFn, ReadbackFn, ToolOptions, ToolSpec, build_spec
 
 if TYPE_CHECKING:
@@ -41,17 +41,8 @@ def _wrap_sync(func: Callable[..., Any], spec: ToolSpec) -> Callable[..., Any]:
         if runtime is None:
             return func(*args, **kwargs)
         call = begin(spec, runtime, args, kwargs)
-        tokens = enter(call)
-        try:
-            result = func(*args, **kwargs)
-        except BaseException as exc:
-            finish(call, runtime, exc)
-            raise
-        else:
-            finish(call, runtime, None, result)
-            return result
-        finally:
-            leave(tokens)
+        with Running(call, runtime):
+            return finish(call, runtime, None, func(*args, **kwargs))
 
     return wrapper
 
@@ -63,17 +54,8 @@ def _wrap_async(func: Callable[..., Awaitable[Any]], spec: ToolSpec) -> Callable
         if runtime is None:
             return await func(*args, **kwargs)
         call = begin(spec, runtime, args, kwargs)
-        tokens = enter(call)
-        try:
-            result = await func(*args, **kwargs)
-        except BaseException as exc:
-            finish(call, runtime, exc)
-            raise
-        else:
-            finish(call, runtime, None, result)
-            return result
-        finally:
-            leave(tokens)
+        with Running(call, runtime):
+            return finish(call, runtime, None, await func(*args, **kwargs))
 
     return wrapper
 
@@ -84,8 +66,7 @@ def _wrap_generator(func: Callable[..., Generator[Any, Any, Any]], spec: ToolSpe
         runtime = _state.active
         if runtime is None:
             return (yield from func(*args, **kwargs))
-        call = begin(spec, runtime, args, kwargs)
-        tokens = enter(call)
+        call, tokens = start(spec, runtime, args, kwargs)
         try:
             gen = func(*args, **kwargs)
         except BaseException as exc:
@@ -121,14 +102,15 @@ def _wrap_generator(func: Callable[..., Generator[Any, Any, Any]], spec: ToolSpe
 
 def _close(call: Call, runtime: Runtime, close: Callable[[], Any]) -> None:
     """The consumer closed the generator early: close the tool's generator and end the span ok."""
-    tokens = enter(call)
-    try:
+    with Running(call, runtime):
         close()
-    except BaseException as exc:
-        finish(call, runtime, exc)
-        raise
-    finally:
-        leave(tokens)
+    finish(call, runtime, None, None)
+
+
+async def _aclose(call: Call, runtime: Runtime, agen: AsyncGenerator[Any, Any]) -> None:
+    """:func:`_close` for an async generator (the ``aclose()`` needs awaiting)."""
+    with Running(call, runtime):
+        await agen.aclose()
     finish(call, runtime, None, None)
 
 
@@ -157,8 +139,7 @@ def _wrap_async_generator(func: Callable[..., AsyncGenerator[Any, Any]], spec: T
     @functools.wraps(func)
     async def wrapper(*args: Any, **kwargs: Any) -> AsyncGenerator[Any, Any]:
         runtime: Any = _state.active  # not None whenever call is not None
-        call = begin(spec, runtime, args, kwargs) if runtime is not None else None
-        tokens = enter(call) if call is not None else None
+        call, tokens = start(spec, runtime, args, kwargs) if runtime is not None else (None, None)
         try:
             agen = func(*args, **kwargs)
         except BaseException as exc:
@@ -198,16 +179,8 @@ def _wrap_async_generator(func: Callable[..., AsyncGenerator[Any, Any]], spec: T
             except GeneratorExit:
                 if call is None:
                     await agen.aclose()
-                    raise
-                tokens = enter(call)
-                try:
-                    await agen.aclose()
-                except BaseException as exc:
-                    finish(call, runtime, exc)
-                    raise
-                finally:
-                    leave(tokens)
-                finish(call, runtime, None, None)
+                else:
+                    await _aclose(call, runtime, agen)
                 raise
             except BaseException as exc:
                 to_throw, to_send = exc, None

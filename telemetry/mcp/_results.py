@@ -15,6 +15,8 @@ from typing import Any
 
 from mcp_types import CallToolResult, TextContent
 
+from .. import conventions as c
+
 
 
 def envelope_result(envelope: Mapping[str, Any]) -> CallToolResult:
@@ -32,5 +34,5 @@ def envelope_result(envelope: Mapping[str, Any]) -> CallToolResult:
     return CallToolResult(
         content=[TextContent(type="text", text=text)],
         structured_content=body,
-        is_error=body.get("ok") is False,
+        is_error=body.get(c.ENVELOPE_OK) is False,
     )

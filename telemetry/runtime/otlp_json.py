@@ -16,11 +16,12 @@ from typing import Any
 
 from opentelemetry.sdk.trace import ReadableSpan
 
+from .. import conventions as c
+
 __all__ = ["encode_attributes", "encode_traces_data", "encode_value"]
 
 _HAS_IS_REMOTE = 0x100
 _IS_REMOTE = 0x200
-_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 
 
 def encode_value(value: Any) -> dict[str, Any]:
@@ -30,7 +31,7 @@ def encode_value(value: Any) -> dict[str, Any]:
     if isinstance(value, bool):
         return {"boolValue": value}
     if isinstance(value, int):
-        if _INT64_MIN <= value <= _INT64_MAX:
+        if c.INT64_MIN <= value <= c.INT64_MAX:
             return {"intValue": str(int(value))}
         return {"stringValue": str(value)}  # intValue is an int64; keep the number as text
     if isinstance(value, float):
