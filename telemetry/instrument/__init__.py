@@ -9,7 +9,7 @@ call (``_recorder``). It reads the active runtime but never configures one, and 
 of guards or forensics.
 """
 
-from .call import Call, Readback, current_call
+from .call import NO_CALL, Call, Readback, current_call
 from ._shapes import ShapeClassifier, register_result_shape
 from .classify import ResultClass, classify_result
 from .context import AgentContext, agent, current_agent, current_tool_call_id, framework_context, tool_call_id
@@ -19,6 +19,7 @@ from .spec import OutcomeFn, ReadbackFn, ToolOptions, ToolSpec
 __all__ = [
     "AgentContext",
     "Call",
+    "NO_CALL",
     "OutcomeFn",
     "Readback",
     "ReadbackFn",

@@ -190,7 +190,6 @@ def finish(call: Call, runtime: Runtime, exc: BaseException | None, result: Any 
     span is still ended and the call still counted, with what could be decided.
     """
     spec = call.spec
-    assert spec is not None
     elapsed = _perf() - call.started
     status_code: int | None = None
     error_type: str | None = None

@@ -9,17 +9,17 @@ code never needs to check.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Mapping
 from contextvars import ContextVar
 from enum import Enum
-from typing import TYPE_CHECKING, Any
+from types import MappingProxyType
+from typing import Any, NoReturn
 
 from opentelemetry.trace import Span
 
 from .classify import readback_value
-
-if TYPE_CHECKING:
-    from .spec import ToolSpec
+from .spec import ToolSpec
 
 
 class Readback(str, Enum):
@@ -53,7 +53,7 @@ class Call:
         "_arguments",
     )
 
-    def __init__(self, spec: ToolSpec | None, args: tuple[Any, ...], kwargs: dict[str, Any], span: Span | None) -> None:
+    def __init__(self, spec: ToolSpec, args: tuple[Any, ...], kwargs: dict[str, Any], span: Span | None) -> None:
         self.spec = spec
         self.args = args
         self.kwargs = kwargs
@@ -70,18 +70,19 @@ class Call:
     @property
     def tool_name(self) -> str:
         """The tool's name as it appears on spans and metric labels."""
-        return self.spec.name if self.spec is not None else ""
+        return self.spec.name
+
+    def is_recording(self) -> bool:
+        """True inside an instrumented call; False for :data:`NO_CALL` (as a span's ``is_recording``)."""
+        return True
 
     @property
     def arguments(self) -> dict[str, Any]:
         """The call's arguments by parameter name, defaults included."""
         if self._arguments is None:
-            if self.spec is None:
-                self._arguments = dict(self.kwargs)
-            else:
-                bound = self.spec.signature.bind(*self.args, **self.kwargs)
-                bound.apply_defaults()
-                self._arguments = dict(bound.arguments)
+            bound = self.spec.signature.bind(*self.args, **self.kwargs)
+            bound.apply_defaults()
+            self._arguments = dict(bound.arguments)
         return self._arguments
 
     def set_outcome(self, outcome: str) -> None:
@@ -118,17 +119,67 @@ class Call:
         self.replayed = True
 
 
-NULL_CALL = Call(None, (), {}, None)
-"""What ``current_call()`` returns outside an instrumented call: every method is harmless."""
+def _no_tool() -> None:
+    """The signature of the call outside any tool: no arguments."""
 
-_current: ContextVar[Call] = ContextVar("outcome_telemetry_call", default=NULL_CALL)
+
+class _NoCall(Call):
+    """The call outside any instrumented tool: immutable, every method a no-op.
+
+    One object shared by every thread and task, like OpenTelemetry's ``INVALID_SPAN``; since
+    nothing can change it, nothing needs resetting and no thread sees another's leftovers.
+    Setters still check their argument (a bad read-back value raises as it would in a tool).
+    """
+
+    __slots__ = ()
+
+    def __init__(self) -> None:
+        spec = ToolSpec(
+            name="", kind="read", read_only=True, destructive=False, idempotent=True, readback=None,
+            outcome=None, outcomes=frozenset(), record_arguments=(), signature=inspect.signature(_no_tool),
+        )
+        for name, value in (
+            ("spec", spec), ("args", ()), ("kwargs", MappingProxyType({})), ("span", None), ("started", 0.0),
+            ("outcome", None), ("readback", None), ("waivers", 0), ("replayed", False),
+            ("attributes", MappingProxyType({})), ("_arguments", None),
+        ):
+            object.__setattr__(self, name, value)
+
+    def __setattr__(self, name: str, value: Any) -> NoReturn:
+        raise AttributeError(f"the call outside any tool cannot be changed (setting {name!r}); use its methods")
+
+    def is_recording(self) -> bool:
+        return False
+
+    @property
+    def arguments(self) -> dict[str, Any]:
+        return {}
+
+    def set_outcome(self, outcome: str) -> None:
+        pass
+
+    def set_readback(self, readback: bool | Readback | str | None) -> None:
+        readback_value(readback)
+
+    def set_attribute(self, key: str, value: Any) -> None:
+        pass
+
+    def set_attributes(self, attributes: Mapping[str, Any]) -> None:
+        pass
+
+    def add_waivers(self, count: int) -> None:
+        pass
+
+    def mark_replayed(self) -> None:
+        pass
+
+
+NO_CALL: Call = _NoCall()
+"""What ``current_call()`` returns outside an instrumented call: immutable, every method harmless."""
+
+_current: ContextVar[Call] = ContextVar("outcome_telemetry_call", default=NO_CALL)
 
 
 def current_call() -> Call:
-    """The innermost instrumented call running in this context, or a do-nothing call."""
-    call = _current.get()
-    if call is NULL_CALL:
-        # Reset anything a caller may have set on the shared null call.
-        NULL_CALL.outcome = NULL_CALL.readback = None
-        NULL_CALL.waivers, NULL_CALL.replayed = 0, False
-    return call
+    """The innermost instrumented call running in this context, or :data:`NO_CALL`."""
+    return _current.get()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import warnings
 from dataclasses import dataclass
 from typing import Any
@@ -11,6 +12,7 @@ from opentelemetry.trace import StatusCode
 
 import telemetry
 from telemetry import conventions as c
+from telemetry.instrument import NO_CALL
 from telemetry.testing import Capture
 
 
@@ -167,7 +169,40 @@ def test_current_call_outside_a_tool_is_harmless() -> None:
     """current_call() outside an instrumented call accepts everything and records nothing."""
     call = telemetry.current_call()
     call.set_outcome("ok"), call.set_attribute("a", 1), call.add_waivers(2), call.mark_replayed()
-    assert telemetry.current_call().waivers == 0 and call.tool_name == ""
+    call.set_attributes({"b": 2}), call.set_readback(False)
+    assert call is NO_CALL and not call.is_recording() and call.tool_name == ""
+    assert (call.outcome, call.readback, call.waivers, call.replayed) == (None, None, 0, False)
+    assert dict(call.attributes) == {} and call.arguments == {}
+    with pytest.raises(ValueError):
+        call.set_readback("maybe")  # a bad value is still a bug, inside a tool or not
+
+
+def test_the_call_outside_a_tool_cannot_be_changed() -> None:
+    """The shared outside-a-tool call is immutable, so no thread can leave state for another."""
+    with pytest.raises(AttributeError, match="cannot be changed"):
+        NO_CALL.outcome = "forced"  # type: ignore[misc]
+    with pytest.raises(TypeError):
+        NO_CALL.attributes["a"] = 1
+    NO_CALL.arguments["a"] = 1  # a fresh dict each time: nothing sticks
+    assert NO_CALL.arguments == {} and NO_CALL.outcome is None
+
+
+def test_the_call_outside_a_tool_is_the_same_in_every_thread() -> None:
+    """Threads using current_call() outside a tool all see the one unchanged object."""
+    seen: list[object] = []
+
+    def worker() -> None:
+        for _ in range(200):
+            call = telemetry.current_call()
+            call.set_outcome("weird"), call.add_waivers(1), call.mark_replayed()
+            seen.append((call, call.outcome, call.waivers, call.replayed))
+
+    threads = [threading.Thread(target=worker) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert set(seen) == {(NO_CALL, None, 0, False)}
 
 
 def test_unknown_outcome_is_other_on_labels_real_on_span(telemetry_capture: Capture) -> None:

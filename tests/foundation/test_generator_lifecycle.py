@@ -11,6 +11,7 @@ from opentelemetry.trace import StatusCode
 
 import telemetry
 from telemetry import conventions as c
+from telemetry.instrument import NO_CALL
 from telemetry.testing import Capture
 
 
@@ -71,7 +72,7 @@ def test_generator_closed_before_first_next_opens_no_span(telemetry_capture: Cap
     gen.close()
     assert ran == []
     assert telemetry_capture.spans() == []
-    assert telemetry.current_call().spec is None
+    assert telemetry.current_call() is NO_CALL
     assert not trace.get_current_span().get_span_context().is_valid
 
 
@@ -95,7 +96,7 @@ def test_async_generator_finalized_by_the_loop_after_gc(telemetry_capture: Captu
             await asyncio.sleep(0)
         assert done == ["cleaned up"]
         assert not trace.get_current_span().get_span_context().is_valid
-        assert telemetry.current_call().spec is None
+        assert telemetry.current_call() is NO_CALL
 
     asyncio.run(main())
     span = telemetry_capture.span("stream")
