@@ -1,7 +1,8 @@
 """Assert on your own tools' telemetry: an in-memory span exporter and a fresh registry.
 
 Use :func:`capture` as a context manager anywhere, or the ``telemetry_capture`` pytest fixture
-(registered automatically when outcome-telemetry is installed)::
+(registered automatically when outcome-telemetry is installed, by the ``pytest_outcome_telemetry``
+plugin, which imports this module only when a test uses the fixture)::
 
     from telemetry import conventions as c
 
@@ -13,6 +14,11 @@ Use :func:`capture` as a context manager anywhere, or the ``telemetry_capture`` 
 
 While a capture is open it replaces the process's runtime (if any) and restores it afterwards,
 so captures never leak spans or counts into each other or into production telemetry.
+
+Not thread-safe: a capture swaps one process-wide setting. Open one capture at a time, from one
+thread (tools the block calls may run in other threads; two captures opened concurrently, as in
+parallel tests within one process, would restore each other's runtime in the wrong order).
+Parallel test runners that use processes (pytest-xdist) are fine.
 """
 
 from __future__ import annotations
@@ -49,9 +55,13 @@ class Capture:
         return [s for s in found if (s.attributes or {}).get(c.GEN_AI_TOOL_NAME) == tool]
 
     def span(self, tool: str) -> ReadableSpan:
-        """The one span of ``tool``; raises ``AssertionError`` when there is not exactly one."""
+        """The one span of ``tool``; raises ``AssertionError`` when there is not exactly one.
+
+        Raised explicitly, not with ``assert``, so it holds under ``python -O`` too.
+        """
         found = self.spans(tool)
-        assert len(found) == 1, f"expected exactly one span of {tool!r}, found {len(found)}"
+        if len(found) != 1:
+            raise AssertionError(f"expected exactly one span of {tool!r}, found {len(found)}")
         return found[0]
 
     def sample(self, name: str, labels: dict[str, str] | None = None) -> float | None:
@@ -76,7 +86,10 @@ class Capture:
 
 @contextmanager
 def capture(service_name: str = "test") -> Iterator[Capture]:
-    """Record decorated calls made inside the block in memory, synchronously (no batching)."""
+    """Record decorated calls made inside the block in memory, synchronously (no batching).
+
+    Not thread-safe (see the module docstring): one capture at a time per process.
+    """
     provider = TracerProvider(resource=Resource.create({c.SERVICE_NAME: service_name}))
     exporter = InMemorySpanExporter()
     processor = SimpleSpanProcessor(exporter)
@@ -96,16 +109,4 @@ def capture(service_name: str = "test") -> Iterator[Capture]:
         runtime.shutdown()
         _state.active = previous
 
-
-try:  # the pytest fixture, when pytest is there (this module is also a pytest plugin)
-    import pytest
-except ImportError:  # pragma: no cover - pytest is optional for users of capture()
-    pass
-else:
-
-    @pytest.fixture
-    def telemetry_capture() -> Iterator[Capture]:
-        """A fresh in-memory span exporter and registry, active for one test."""
-        with capture() as cap:
-            yield cap
 
