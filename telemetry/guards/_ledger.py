@@ -9,6 +9,7 @@ with an envelope, not an exception.
 from __future__ import annotations
 
 import sqlite3
+import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -16,6 +17,7 @@ from typing import Any
 from .. import conventions as c
 
 from ._checks import show
+from .envelope import refusal
 
 MAX_ID_LENGTH = 128
 MAX_TEXT_LENGTH = 4_096
@@ -229,3 +231,70 @@ def check_partition(
         return None
     code = c.OUTCOME_CONSTRAINT_MISSING if missing or altered else c.OUTCOME_INVALID_ARGUMENT
     return LedgerProblem(code, reasons, missing + altered)
+
+
+@dataclass(frozen=True)
+class Handoff:
+    """A ``delegate`` call's arguments, parsed; ``problems`` are the shape errors found on the way
+    (reported together with the partition's, so one refusal names everything to fix)."""
+
+    subtask: str
+    origin_task_id: str
+    agent_id: str
+    child_id: str
+    carried: list[tuple[str, str]]
+    waivers: list[tuple[str, str]]
+    criteria: list[tuple[str, str]]
+    problems: list[str]
+
+
+def parse_handoff(
+    subtask: Any,
+    origin_task_id: Any,
+    constraints: Any,
+    acceptance_criteria: Any,
+    waived_constraints: Any,
+    agent_id: Any,
+    task_id: Any,
+) -> Handoff | dict[str, Any]:
+    """Validate ``delegate``'s arguments without touching the store: the parsed hand-off, or the
+    refusal for an origin id that cannot name a task (nothing else can be checked without one)."""
+    shape: list[str] = []
+    if not isinstance(subtask, str) or not subtask.strip():
+        shape.append(f"subtask must be a non-empty string, got {subtask!r}")
+    if not isinstance(agent_id, str) or not agent_id:
+        shape.append(f"agent_id must be a non-empty string, got {agent_id!r}")
+    if task_id is not None and (not isinstance(task_id, str) or not task_id.strip()):
+        shape.append(f"task_id must be a non-empty string or omitted, got {task_id!r}")
+    if not isinstance(origin_task_id, str) or not origin_task_id:
+        return refusal(
+            c.OUTCOME_INVALID_ARGUMENT,
+            f"origin_task_id must be the id of a registered task, got {origin_task_id!r}",
+            retry=True,
+        )
+    carried, more = parse_constraints(constraints, "constraints")
+    shape += more
+    waivers, more = parse_waivers(waived_constraints)
+    shape += more
+    criteria, more = parse_criteria(acceptance_criteria)
+    shape += more
+    child_id = task_id if task_id is not None else "task-" + uuid.uuid4().hex[:16]
+    return Handoff(subtask, origin_task_id, agent_id, child_id, carried, waivers, criteria, shape)
+
+
+def write_child(conn: sqlite3.Connection, origin: Ledger, request: Handoff, created_at: str) -> Ledger:
+    """Store the accepted child task, its waivers and its criteria (inside the caller's transaction)."""
+    hop = origin.hop + 1
+    chosen = {cid for cid, _ in request.carried}  # the origin's verbatim text, in ledger order
+    kept = tuple((cid, text) for cid, text in origin.constraints if cid in chosen)
+    child = Ledger(request.child_id, request.origin_task_id, origin.root_task_id, hop, request.subtask, kept)
+    child.insert(conn, request.agent_id, created_at)
+    conn.executemany(
+        "INSERT INTO delegation_waivers (task_id, constraint_id, reason, hop, agent_id) VALUES (?, ?, ?, ?, ?)",
+        [(request.child_id, wid, reason, hop, request.agent_id) for wid, reason in request.waivers],
+    )
+    conn.executemany(
+        "INSERT INTO delegation_criteria (task_id, position, check_text, constraint_id) VALUES (?, ?, ?, ?)",
+        [(request.child_id, i, check, cid) for i, (check, cid) in enumerate(request.criteria)],
+    )
+    return child

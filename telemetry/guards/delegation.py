@@ -43,6 +43,7 @@ from ..instrument import current_call
 from ..instrument import instrument_tool
 from ..exceptions import ConfigurationError
 from ._ledger import (
+    Handoff,
     Ledger,
     LedgerProblem,
     check_partition,
@@ -50,6 +51,8 @@ from ._ledger import (
     parse_constraints,
     parse_criteria,
     parse_waivers,
+    parse_handoff,
+    write_child,
 )
 from .envelope import refusal, refuse_when_busy, success
 from .sqlite import SQLiteStore
@@ -305,28 +308,11 @@ class Delegations:
         """
         call = current_call()
         call.set_attribute(c.GEN_AI_AGENT_ID, agent_id if isinstance(agent_id, str) else None)
-        shape: list[str] = []
-        if not isinstance(subtask, str) or not subtask.strip():
-            shape.append(f"subtask must be a non-empty string, got {subtask!r}")
-        if not isinstance(agent_id, str) or not agent_id:
-            shape.append(f"agent_id must be a non-empty string, got {agent_id!r}")
-        if task_id is not None and (not isinstance(task_id, str) or not task_id.strip()):
-            shape.append(f"task_id must be a non-empty string or omitted, got {task_id!r}")
-        if not isinstance(origin_task_id, str) or not origin_task_id:
-            return refusal(
-                c.OUTCOME_INVALID_ARGUMENT,
-                f"origin_task_id must be the id of a registered task, got {origin_task_id!r}",
-                retry=True,
-            )
-        carried, more = parse_constraints(constraints, "constraints")
-        shape += more
-        waivers, more = parse_waivers(waived_constraints)
-        shape += more
-        criteria, more = parse_criteria(acceptance_criteria)
-        shape += more
-        child_id = task_id if task_id is not None else "task-" + uuid.uuid4().hex[:16]
+        request = parse_handoff(subtask, origin_task_id, constraints, acceptance_criteria, waived_constraints, agent_id, task_id)
+        if not isinstance(request, Handoff):
+            return request
         with self.store.transaction() as conn:
-            origin = Ledger.load(conn, origin_task_id)
+            origin = Ledger.load(conn, request.origin_task_id)
             if origin is None:
                 return refusal(
                     c.OUTCOME_NOT_FOUND,
@@ -343,39 +329,30 @@ class Delegations:
                     c.DELEGATION_HOP: hop,
                 }
             )
-            problem = check_partition(origin, carried, waivers, criteria, shape)
-            if problem is None and Ledger.load(conn, child_id) is not None:
+            problem = check_partition(origin, request.carried, request.waivers, request.criteria, request.problems)
+            if problem is None and Ledger.load(conn, request.child_id) is not None:
                 problem = LedgerProblem(
-                    c.OUTCOME_INVALID_ARGUMENT, [f"task_id {child_id!r} already exists; omit task_id or pick a new one"], []
+                    c.OUTCOME_INVALID_ARGUMENT,
+                    [f"task_id {request.child_id!r} already exists; omit task_id or pick a new one"],
+                    [],
                 )
             if problem is not None:
                 return self._refuse(call, origin, hop, problem)
-            chosen = {cid for cid, _ in carried}  # the origin's verbatim text, in ledger order
-            kept = tuple((cid, text) for cid, text in origin.constraints if cid in chosen)
-            child = Ledger(child_id, origin_task_id, origin.root_task_id, hop, subtask, kept)
-            child.insert(conn, agent_id, _now())
-            conn.executemany(
-                "INSERT INTO delegation_waivers (task_id, constraint_id, reason, hop, agent_id) VALUES (?, ?, ?, ?, ?)",
-                [(child_id, wid, reason, hop, agent_id) for wid, reason in waivers],
-            )
-            conn.executemany(
-                "INSERT INTO delegation_criteria (task_id, position, check_text, constraint_id) VALUES (?, ?, ?, ?)",
-                [(child_id, i, check, cid) for i, (check, cid) in enumerate(criteria)],
-            )
+            child = write_child(conn, origin, request, _now())
         carried_ids_ = [cid for cid, _ in child.constraints]
-        waived = [wid for wid, _ in waivers]
+        waived = [wid for wid, _ in request.waivers]
         record_handoff(
-            task_id=child_id,
+            task_id=child.task_id,
             origin_task_id=origin_task_id,
             root_task_id=origin.root_task_id,
             hop=hop,
             carried=carried_ids_,
             waived=waived,
-            waiver_reasons=[reason for _, reason in waivers],
+            waiver_reasons=[reason for _, reason in request.waivers],
             agent_id=agent_id,
         )
         return success(
-            task_id=child_id, origin_task_id=origin_task_id, root_task_id=origin.root_task_id, hop=hop,
+            task_id=child.task_id, origin_task_id=origin_task_id, root_task_id=origin.root_task_id, hop=hop,
             carried=carried_ids_, waived=waived,
         )
 
