@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -35,18 +36,25 @@ def _raise(*_: Any) -> Any:
 @pytest.mark.parametrize("kind", KINDS)
 @pytest.mark.parametrize("callback", ["readback", "outcome"])
 def test_raising_callbacks_leave_the_result_alone(kind: str, callback: str, caplog: pytest.LogCaptureFixture) -> None:
-    """A raising readback or outcome classifier is logged once; the tool's value comes back."""
-    tool = telemetry.instrument_tool(**{callback: _raise})(make(kind, lambda x, y: {"sum": x + y}))
+    """A raising readback or outcome classifier is logged once, then counted; the tool's value comes back."""
+    name = f"faulty_{uuid.uuid4().hex[:8]}"  # a place no earlier test has logged
+    tool = telemetry.instrument_tool(name=name, **{callback: _raise})(make(kind, lambda x, y: {"sum": x + y}))
+    place = f"the read-back of {name}" if callback == "readback" else f"the outcome classifier of {name}"
     with capture() as cap, caplog.at_level(logging.WARNING, logger="telemetry"):
         assert drive(kind, tool, 3) == _expected(kind)
         assert drive(kind, tool, 3) == _expected(kind)
-        attrs = cap.spans("tool")[0].attributes
+        attrs = cap.spans(name)[0].attributes
     if callback == "readback":
         assert attrs[c.TOOL_READBACK] == "error"
     else:
         assert attrs[c.TOOL_OUTCOME] == "ok"
-    warnings = [r for r in caplog.records if callback.replace("outcome", "outcome classifier") in r.getMessage()]
-    assert len(warnings) <= 1  # logged once per place at most (earlier tests may have logged it)
+    logged = [r for r in caplog.records if name in r.getMessage()]
+    assert [r.getMessage() for r in logged] == [
+        f"outcome-telemetry: {place} failed and was ignored (the tool call is unaffected; further failures "
+        f"here are counted, not logged): RuntimeError('telemetry callback failure')"
+    ]
+    assert logged[0].levelno == logging.WARNING and logged[0].exc_info is not None
+    assert _safe.failures[place] == 2  # the second failure was counted, not logged
 
 
 @pytest.mark.parametrize("kind", KINDS)
