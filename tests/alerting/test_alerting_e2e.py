@@ -2,8 +2,9 @@
 
 The instrumented process (``instrumented_app.py``) uses the real package and serves /metrics on a
 free 127.0.0.1 port; Prometheus (Debian's ``prometheus``) scrapes it every second and evaluates
-the shipped rule file, unchanged, every second. Both processes are stopped in ``finally`` and
-every wait has a deadline.
+the shipped rule file, unchanged, every second. Both processes are stopped in ``finally``, die
+with the test process even when it is killed outright (``children.spawn``), and every wait has
+a deadline.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ import yaml
 
 from telemetry import conventions as c
 
+import children
 import shipped
 
 APP = Path(__file__).with_name("instrumented_app.py")
@@ -69,7 +71,7 @@ def instrumented_app(traces_dir: Path) -> Iterator[tuple[subprocess.Popen[str], 
     # stderr goes to a file, not a pipe nobody reads (a chatty app would block on a full pipe).
     errors = traces_dir.parent / "instrumented_app.stderr"
     with errors.open("w") as sink:
-        proc = subprocess.Popen(
+        proc = children.spawn(
             [sys.executable, str(APP), "--traces-dir", str(traces_dir), "--seconds", str(DEADLINE + 30)],
             stdout=subprocess.PIPE,
             stderr=sink,
@@ -97,7 +99,7 @@ def prometheus(binary: str, workdir: Path, target: str) -> Iterator[str]:
     }
     (workdir / "prometheus.yml").write_text(yaml.safe_dump(config))
     log = (workdir / "prometheus.log").open("w")
-    proc = subprocess.Popen(
+    proc = children.spawn(
         [
             binary,
             f"--config.file={workdir / 'prometheus.yml'}",
