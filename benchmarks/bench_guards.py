@@ -13,7 +13,7 @@ Three sides, in alternating rounds so machine noise hits all of them; figures ar
 
     python benchmarks/bench_guards.py [--writes 5000] [--rounds 9]
 
-Prints the table and the ratio, writes ``bench-output/guards.json``. Target (issue 3): the
+Prints the table and the ratio, writes ``bench-output/guards.json``. Target: the
 guarded, instrumented write costs at most 3x the bare update.
 """
 

@@ -7,7 +7,7 @@ this module rather than importing it.
 
 The GenAI names follow the OpenTelemetry semantic conventions for tool execution; the ``tool.*``,
 ``state.*``, ``delegation.*``, ``objective.*``, ``policy.*``, ``idempotency.*`` and ``plan.*``
-names are the toolkit's own namespace (see DESIGN.md).
+names are the toolkit's own namespace (docs/architecture.md says which module sets which).
 """
 
 from __future__ import annotations
@@ -310,7 +310,8 @@ INT64_MAX: Final = 2**63 - 1
 """OTLP carries integers as int64: an int outside this range is recorded (and encoded) as text."""
 
 OTLP_SPANS_PER_LINE: Final = 64
-"""The file exporter writes at most this many spans per JSON line (see DESIGN.md's measurements)."""
+"""The file exporter writes at most this many spans per JSON line: short lines let a reader stream
+the file without holding a large batch in memory, and a crash loses at most the line being written."""
 
 # --- alert rules and dashboards --------------------------------------------------------------
 # The names ``alerts/*.rules.yml`` and ``dashboards/*.json`` use beyond the metrics above:

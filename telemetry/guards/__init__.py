@@ -4,7 +4,7 @@ Each guard is a tool instrumented with ``@instrument_tool``; a refusal is a reco
 envelope (see :mod:`telemetry.guards.envelope`), never an exception, and is counted.
 """
 
-# Write-safety guards (issue 3): version-bound state, idempotency keys, plans, scoped inventory.
+# Write-safety guards: version-bound state, idempotency keys, plans, scoped inventory.
 from .envelope import refusal, success
 from .idempotency import IdempotencyKeys
 from .inventory import ScopedTools, ToolRegistry
@@ -12,7 +12,7 @@ from .plans import Action, Planner, PlanWriter, Transform
 from .sqlite import SQLiteStore, StoreBusy
 from .state import ABSENT_VERSION, JSONValue, StateStore
 
-# Coordination guards (issue 4): constraint-carrying delegation, versioned objectives, guarded sends.
+# Coordination guards: constraint-carrying delegation, versioned objectives, guarded sends.
 from .delegation import AcceptanceCriterion, Constraint, Delegations, Waiver, carried_ids, record_handoff
 from .objectives import Objectives, guarded_send
 

@@ -1,4 +1,4 @@
-"""The classification table of DESIGN.md, row by row, on spans and on the registry."""
+"""The README's classification table, row by row, on spans and on the registry."""
 
 from __future__ import annotations
 

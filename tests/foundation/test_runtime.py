@@ -74,7 +74,7 @@ def test_files_follow_the_otlp_json_file_format(tmp_path: Path) -> None:
 
 
 def test_lines_hold_at_most_64_spans(tmp_path: Path) -> None:
-    """Large batches are split so each line stays small (DESIGN.md's measured reader cost)."""
+    """Large batches are split so each line stays small (readers stream line by line; a crash loses one line)."""
 
     @telemetry.instrument_tool(kind="read")
     def ping() -> None: ...
