@@ -20,7 +20,7 @@ commands:
               verified, observable) and the schema lint, for Python tools, MCP servers and
               traces (run 'outcome-telemetry audit --help')
   demo        run the scripted crew: every failure story, guarded and legacy, then the findings
-  quickstart  a 10-second example: three tools, real spans and counters
+  quickstart  a one-second example: three tools, real spans and counters (writes ./quickstart-output)
   paths       print where the shipped SQL queries, Grafana dashboards and alert rules are
 """
 
@@ -63,8 +63,15 @@ def main(argv: list[str] | None = None) -> int:
 
         return demo_main(rest)
     if command == "quickstart":
-        sub = argparse.ArgumentParser(prog="outcome-telemetry quickstart", description="Run the three-tool example.")
-        sub.add_argument("--out", type=Path, default=Path("quickstart-output"), help="folder for traces (default: %(default)s)")
+        sub = argparse.ArgumentParser(
+            prog="outcome-telemetry quickstart",
+            description="Run the three-tool example (about a second): one write whose read-back matched, one "
+            "200 that did not persist as sent, one bulk update that changed the wrong set. It prints the "
+            "counters and the forensics command to run next, and writes its trace file to --out/traces/, "
+            "a folder it creates (by default in the current folder).",
+        )
+        sub.add_argument("--out", type=Path, default=Path("quickstart-output"),
+                         help="folder to write traces/ into (default: ./%(default)s)")
         ns = sub.parse_args(rest)
         from .demo.quickstart import run
 

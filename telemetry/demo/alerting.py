@@ -316,12 +316,16 @@ def _promtool_path(promtool: str | os.PathLike[str] | None) -> str:
         if found is None:
             raise ConfigurationError(
                 "promtool is not on PATH, so the alert rules cannot be evaluated; install Debian's "
-                "'prometheus' package (apt-get install prometheus) or pass promtool=<path>"
+                "'prometheus' package (apt-get install prometheus), or give promtool's path "
+                "(outcome-telemetry demo --promtool PATH; would_fire(..., promtool=PATH) from Python)"
             )
         return found
     path = Path(promtool)
     if not path.is_file() or not os.access(path, os.X_OK):
-        raise ConfigurationError(f"promtool={str(path)!r} is not an executable file; install Debian's 'prometheus' package or pass its path")
+        raise ConfigurationError(
+            f"promtool {str(path)!r} is not an executable file; give the path of promtool itself "
+            f"(Debian's 'prometheus' package installs it as /usr/bin/promtool)"
+        )
     return str(path)
 
 

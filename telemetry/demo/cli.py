@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -56,6 +57,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--out", type=Path, default=Path("demo-output"), help="output folder (default: %(default)s)")
     parser.add_argument("--format", choices=["text", "json"], default="text", help="summary format")
     parser.add_argument("--no-alerts", action="store_true", help="skip the promtool alert evaluation")
+    parser.add_argument("--promtool", type=Path, metavar="PATH",
+                        help="promtool to evaluate the alert rules with (default: the one on PATH; "
+                        "Debian: apt-get install prometheus)")
     parser.add_argument("--serve", action="store_true", help="keep /metrics up after the run (Ctrl-C stops)")
     parser.add_argument("--port", type=int, default=9464, help="/metrics port with --serve, on 127.0.0.1 (0 picks a free one; default: %(default)s)")
     return parser
@@ -82,7 +86,10 @@ def _serve_instructions(result: CrewResult) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ns = build_parser().parse_args(argv)
+    parser = build_parser()
+    ns = parser.parse_args(argv)
+    if ns.promtool is not None and not (ns.promtool.is_file() and os.access(ns.promtool, os.X_OK)):
+        parser.error(f"--promtool {str(ns.promtool)!r} is not an executable file; give the path of promtool itself")
     modes = list(MODES) if ns.mode == "both" else [ns.mode]
     try:
         result = run_crew(
@@ -108,7 +115,7 @@ def main(argv: list[str] | None = None) -> int:
     skipped = "--no-alerts" if ns.no_alerts else None
     if not ns.no_alerts and result.registry is not None:
         try:
-            alerts = would_fire(samples_from_registry(result.registry))
+            alerts = would_fire(samples_from_registry(result.registry), promtool=ns.promtool)
         except ConfigurationError as exc:
             skipped = str(exc)
     if ns.format == "json":

@@ -7,6 +7,7 @@ it did not persist as sent, and a bulk update that returned ok while missing its
 
 from __future__ import annotations
 
+import shlex
 import sys
 from pathlib import Path
 from typing import Any, TextIO
@@ -19,8 +20,12 @@ from ..runtime import configure
 __all__ = ["run"]
 
 
-def run(out_dir: Path, *, stream: TextIO = sys.stdout) -> dict[str, Any]:
-    """Run the example into ``out_dir``; return where the traces went and what was counted."""
+def run(out_dir: Path, *, stream: TextIO | None = None) -> dict[str, Any]:
+    """Run the example into ``out_dir``; return where the traces went and what was counted.
+
+    It prints to ``stream``, by default the ``sys.stdout`` of the moment it runs.
+    """
+    stream = sys.stdout if stream is None else stream
     store: dict[str, str] = {}
     cache: dict[str, str] = {}
 
@@ -53,4 +58,5 @@ def run(out_dir: Path, *, stream: TextIO = sys.stdout) -> dict[str, Any]:
     print("tool_calls_total after three calls that all returned:", file=stream)
     for line in lines:
         print("  " + line, file=stream)
+    print(f"next: outcome-telemetry forensics report {shlex.quote(str(out_dir / 'traces'))}", file=stream)
     return {"trace_file": rt.trace_file, "metrics": lines}

@@ -138,7 +138,7 @@ def run_crew(
     return CrewResult(out_dir, traces, manifest_path, manifest, elapsed, rt if keep_runtime else None, rt.registry)
 
 
-def stderr_progress(stream: TextIO = sys.stderr) -> Progress:
-    """A progress callback printing one line per step to ``stream``."""
-    return lambda message: print(f"  running {message}", file=stream, flush=True)
+def stderr_progress(stream: TextIO | None = None) -> Progress:
+    """A progress callback printing one line per step to ``stream`` (default: ``sys.stderr`` as it is then)."""
+    return lambda message: print(f"  running {message}", file=sys.stderr if stream is None else stream, flush=True)
 

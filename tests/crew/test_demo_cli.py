@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -37,6 +39,40 @@ def test_demo_json_summary(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -
     summary = json.loads(capsys.readouterr().out)
     assert summary["precision"] == summary["recall"] == 1.0
     assert {(i["mode"], i["facts"]["times_charged"]) for i in summary["incidents"]} == {("guarded", 1), ("legacy", 2)}
+
+
+def test_demo_without_promtool_says_what_to_install_and_which_option_exists(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With no promtool on PATH the alert step is skipped with advice a user can follow: the package and --promtool."""
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    assert main(["demo", "--out", str(tmp_path / "out"), "--scenario", "retry_after_timeout"]) == 0
+    text = capsys.readouterr().out
+    assert "alerts: skipped (promtool is not on PATH" in text
+    assert "apt-get install prometheus" in text and "--promtool PATH" in text and "promtool=<path>" not in text
+
+
+def test_demo_uses_the_promtool_it_is_given(tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """--promtool PATH evaluates the alerts with that promtool even when none is on PATH."""
+    promtool = shutil.which("promtool")
+    if promtool is None:
+        if os.environ.get("CI") == "true":
+            pytest.fail("promtool is required when CI=true; install Debian's prometheus package")
+        pytest.skip("promtool is not installed (Debian: apt-get install prometheus)")
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    assert main(["demo", "--out", str(tmp_path / "out"), "--scenario", "retry_after_timeout", "--promtool", promtool,
+                 "--format", "json"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["alerts_skipped"] is None and isinstance(summary["alerts"], list), summary
+
+
+def test_demo_refuses_a_promtool_that_is_not_one(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """--promtool naming no executable file exits 2 before running anything, naming the path."""
+    with pytest.raises(SystemExit) as info:
+        main(["demo", "--out", str(tmp_path / "out"), "--promtool", str(tmp_path / "nope")])
+    assert info.value.code == 2
+    assert str(tmp_path / "nope") in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
 
 
 def test_demo_bad_option_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:

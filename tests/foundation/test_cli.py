@@ -46,3 +46,24 @@ def test_quickstart_shows_the_three_successes(tmp_path: Path, capsys: pytest.Cap
     assert 'outcome="readback_mismatch",readback="mismatch",tool="save_note_lossy"' in out
     assert 'outcome="postcondition_failed"' in out and 'tool="reprice"' in out
     assert list((tmp_path / "traces").glob("quickstart-*.jsonl"))
+    assert out.splitlines()[-1] == f"next: outcome-telemetry forensics report {tmp_path / 'traces'}"
+
+
+def test_quickstart_next_step_runs_and_finds_both_bad_calls(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The command quickstart prints last works as printed and reports the two bad 200s."""
+    assert main(["quickstart", "--out", str(tmp_path)]) == 0
+    command = capsys.readouterr().out.splitlines()[-1].removeprefix("next: outcome-telemetry ").split()
+    assert main(command) == 0
+    report = capsys.readouterr().out
+    assert "save_note_lossy  readback_mismatch" in report and "reprice          postcondition_failed" in report
+
+
+def test_quickstart_help_says_what_it_writes_where(capsys: pytest.CaptureFixture[str]) -> None:
+    """quickstart --help names the folder it creates in the current folder and promises no wrong duration."""
+    with pytest.raises(SystemExit) as info:
+        main(["quickstart", "--help"])
+    assert info.value.code == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert "./quickstart-output" in text and "current folder" in text and "10-second" not in text
+    assert main([]) == 0
+    assert "10-second" not in capsys.readouterr().out
