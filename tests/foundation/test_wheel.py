@@ -24,9 +24,13 @@ def test_wheel_installs_and_exports(tmp_path: Path) -> None:
     )
     wheel = next(dist.glob("outcome_telemetry-*.whl"))
     env_dir = tmp_path / "venv"
-    venv.create(env_dir, with_pip=True)
+    # No pip inside the fresh venv (ensurepip costs seconds): this environment's pip installs into it.
+    venv.create(env_dir, with_pip=False)
     python = env_dir / "bin" / "python"
-    subprocess.run([python, "-m", "pip", "install", "--quiet", "--no-deps", str(wheel)], check=True, timeout=300)
+    subprocess.run(
+        [sys.executable, "-m", "pip", "--python", str(python), "install", "--quiet", "--no-deps", str(wheel)],
+        check=True, timeout=300,
+    )
     # The dependencies come from the test environment's site-packages, read as a plain path entry
     # (so its editable-install hook for the source tree is not processed).
     site = Path(subprocess.check_output([python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], text=True).strip())
