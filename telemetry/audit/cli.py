@@ -20,6 +20,8 @@ from .report import FAIL_ON, AuditReport, TargetInfo, run_audit
 from .sarif import to_sarif
 from .table import render
 
+__all__ = ["DESCRIPTION", "EPILOG", "build_parser", "emit", "gather", "main"]
+
 EXIT_OK, EXIT_FAILED, EXIT_INPUT, EXIT_INTERNAL = 0, 1, 2, 3
 
 DESCRIPTION = """\

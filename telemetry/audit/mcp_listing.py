@@ -24,6 +24,20 @@ from ..exceptions import AuditTargetError
 from . import infer
 from .model import ToolModel
 
+__all__ = [
+    "DEFAULT_TIMEOUT_SECONDS",
+    "MAX_PAGES",
+    "META_INSTRUMENTED",
+    "META_KIND",
+    "META_PREFIX",
+    "META_READBACK",
+    "META_SCOPES",
+    "from_listing",
+    "list_in_process",
+    "list_stdio",
+    "list_url",
+]
+
 MAX_PAGES: Final = 100
 DEFAULT_TIMEOUT_SECONDS: Final = 30.0
 META_PREFIX: Final = "outcome-telemetry/"

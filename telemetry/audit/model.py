@@ -12,6 +12,32 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+__all__ = [
+    "Answer",
+    "CHECKS",
+    "CRITICAL",
+    "FROM_DECLARATION",
+    "FROM_INFERENCE",
+    "FROM_TRACES",
+    "Finding",
+    "IDEMPOTENT",
+    "INFO",
+    "NO",
+    "NOT_APPLICABLE",
+    "PREVIEWABLE",
+    "READBACK_VERIFIED",
+    "SCOPED",
+    "SEMANTICALLY_OBSERVABLE",
+    "SEVERITIES",
+    "Source",
+    "ToolAudit",
+    "ToolModel",
+    "VERDICTS",
+    "VERSION_BOUND",
+    "WARNING",
+    "YES",
+]
+
 YES: Final = "yes"
 NO: Final = "no"
 NOT_APPLICABLE: Final = "not_applicable"

@@ -19,6 +19,8 @@ from .checks import answer_all, decide_kind
 from .lint import lint
 from .model import CHECKS, CRITICAL, INFO, NO, NOT_APPLICABLE, SEVERITIES, WARNING, YES, ToolAudit, ToolModel
 
+__all__ = ["AuditReport", "FAIL_ON", "SCHEMA_ID", "TargetInfo", "run_audit"]
+
 SCHEMA_ID: Final = "outcome-telemetry.audit/1"
 """The ``schema`` key of the JSON document; it changes only when a key changes meaning."""
 FAIL_ON: Final = ("critical", "warning", "never")

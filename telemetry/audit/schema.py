@@ -15,6 +15,8 @@ from typing import Annotated, Any
 
 from ..exceptions import AuditTargetError
 
+__all__ = ["input_schema", "signature_of"]
+
 _SKIPPED = frozenset({"self", "cls"})
 
 

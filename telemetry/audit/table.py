@@ -13,6 +13,8 @@ from typing import Final, TextIO
 from .model import CHECKS, CRITICAL, INFO, NO, NOT_APPLICABLE, WARNING, YES
 from .report import AuditReport
 
+__all__ = ["CELL", "HEADERS", "clean", "render"]
+
 HEADERS: Final = ("scoped", "idempot.", "version", "preview", "readback", "observed")
 CELL: Final = {YES: "yes", NO: "NO", NOT_APPLICABLE: "n/a"}
 _UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2066-\u2069\ufeff]")

@@ -22,6 +22,8 @@ from . import mcp_listing
 from .model import Source, ToolModel
 from .schema import input_schema
 
+__all__ = ["AGENT_TOOLS", "from_callable", "load", "tools_of"]
+
 AGENT_TOOLS: dict[type, tuple[str, ...]] = {
     StateStore: ("read_state", "write_state"),
     Planner: ("plan_change", "commit_plan"),

@@ -38,6 +38,16 @@ from .model import (
     Finding,
 )
 
+__all__ = [
+    "ToolTraces",
+    "TraceEvidence",
+    "answers_from",
+    "collect",
+    "describe",
+    "load_scopes",
+    "merge",
+]
+
 _PER_TOOL = """
 SELECT tool_name,
        min(tool_kind) AS kind,

@@ -14,6 +14,8 @@ from typing import Any
 from ..exceptions import AuditTargetError
 from .world import World
 
+__all__ = ["audit_summary", "guarded_tools", "legacy_tools"]
+
 
 def guarded_tools(world: World) -> list[Any]:
     """The guarded primitives an agent of the crew calls (guards objects and guarded functions)."""

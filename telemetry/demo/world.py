@@ -21,6 +21,8 @@ from ..guards.state import current_row, put
 from ..instrument import instrument_tool
 from .legacy import LegacyDelegation, LegacyKV, LegacyMessaging, LegacyPayments, ProfileService
 
+__all__ = ["CATALOG", "Catalog", "REFUND_POLICY", "World", "discounted"]
+
 REFUND_POLICY = "refund-policy"
 CATALOG = "products"
 
