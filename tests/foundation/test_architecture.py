@@ -154,6 +154,8 @@ FORBIDDEN = [
     ("telemetry.instrument", "telemetry.guards", "the decorator knows nothing of the guards built on it"),
     ("telemetry.instrument", "telemetry.forensics", "the per-call path never reads traces"),
     ("telemetry.instrument", "telemetry.mcp", "integrations build on the decorator, not the reverse"),
+    ("telemetry.instrument", "telemetry.integrations", "integrations build on the decorator, not the reverse"),
+    ("telemetry.forensics", "telemetry.integrations", "forensics reads exported files, never live frameworks"),
     ("telemetry.runtime", "telemetry.instrument", "the runtime exports what it is given; it does not decide outcomes"),
     ("telemetry.runtime", "telemetry.guards", "the runtime exports what it is given; it does not decide outcomes"),
     ("telemetry.forensics", "telemetry.instrument", "forensics reads exported files, never live spans"),
@@ -162,7 +164,14 @@ FORBIDDEN = [
     ("telemetry.conventions", "telemetry", "conventions.py is the leaf every other module reads"),
     ("telemetry.exceptions", "telemetry", "exceptions.py is a leaf: anything may raise its errors"),
 ]
-LIBRARY_AREAS = ["telemetry.instrument", "telemetry.runtime", "telemetry.guards", "telemetry.forensics", "telemetry.mcp"]
+LIBRARY_AREAS = [
+    "telemetry.instrument",
+    "telemetry.runtime",
+    "telemetry.guards",
+    "telemetry.forensics",
+    "telemetry.mcp",
+    "telemetry.integrations",
+]
 ON_TOP = ["telemetry.audit", "telemetry.demo", "telemetry.cli"]
 """What reads the library without being part of it: the audit, the demo and the command line."""
 
