@@ -21,6 +21,18 @@ from typing import IO, Iterator, Optional, cast
 
 from ..exceptions import ForensicsInputError
 
+__all__ = [
+    "BadLine",
+    "Diagnosis",
+    "EXPECTED",
+    "copy_prefix",
+    "describe",
+    "diagnose",
+    "line_problem",
+    "truncated_tail",
+    "zstd_truncated",
+]
+
 EXPECTED = (
     "expected one OTLP TracesData JSON object per line ({\"resourceSpans\": [...]}), as written by "
     "outcome-telemetry's exporter or an OpenTelemetry Collector file exporter with format json"
