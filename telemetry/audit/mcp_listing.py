@@ -51,7 +51,7 @@ def _sdk() -> Any:
     try:
         import mcp
     except ImportError as exc:  # pragma: no cover - exercised only without the extra
-        raise AuditTargetError("MCP targets need the MCP Python SDK; install it with: pip install 'outcome-telemetry[mcp]'") from exc
+        raise AuditTargetError("MCP targets need the MCP Python SDK; install it with: pip install -e '/path/to/outcome-telemetry[mcp]'") from exc
     return mcp
 
 

@@ -26,7 +26,7 @@ def _pydantic() -> Any:
     except ImportError as exc:  # pragma: no cover - exercised only without the extra
         raise AuditTargetError(
             "auditing Python tools builds their JSON Schema with pydantic; install it with: "
-            "pip install 'outcome-telemetry[mcp]'"
+            "pip install -e '/path/to/outcome-telemetry[mcp]'"
         ) from exc
     return pydantic
 

@@ -23,7 +23,7 @@ own instance to tell them apart.
     crew = Crew(agents=[researcher, writer], tasks=[...])
     telemetry.integrations.crewai.instrument(crew, kinds={"send_slack": "send"})
 
-Install with ``pip install 'outcome-telemetry[crewai]'``.
+Install with ``pip install -e '/path/to/outcome-telemetry[crewai]'``.
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ try:
     from crewai.utilities.string_utils import sanitize_tool_name
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     raise ImportError(
-        "telemetry.integrations.crewai needs CrewAI: pip install 'outcome-telemetry[crewai]'"
+        "telemetry.integrations.crewai needs CrewAI: pip install -e '/path/to/outcome-telemetry[crewai]'"
     ) from exc
 
 __all__ = ["DEFAULT_EXCEPTIONS", "instrument"]

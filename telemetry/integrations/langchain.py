@@ -1,6 +1,6 @@
 """LangChain: ``instrument(tools)`` records every tool of a list, a LangGraph ``ToolNode`` or agent.
 
-Install with ``pip install 'outcome-telemetry[langchain]'`` (``langchain-core``; LangGraph is
+Install with ``pip install -e '/path/to/outcome-telemetry[langchain]'`` (``langchain-core``; LangGraph is
 optional). Example::
 
     from langgraph.prebuilt import create_react_agent

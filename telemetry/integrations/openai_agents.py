@@ -1,6 +1,6 @@
 """OpenAI Agents SDK: ``instrument(agent)`` records every function tool of an agent, in place.
 
-Install with ``pip install 'outcome-telemetry[openai-agents]'``. Example::
+Install with ``pip install -e '/path/to/outcome-telemetry[openai-agents]'``. Example::
 
     from agents import Agent, function_tool
     from telemetry.integrations import openai_agents as otel_agents

@@ -1,6 +1,6 @@
 """pydantic-ai: ``instrument(agent)`` records every function tool of an agent, in place.
 
-Install with ``pip install 'outcome-telemetry[pydantic-ai]'``. Example::
+Install with ``pip install -e '/path/to/outcome-telemetry[pydantic-ai]'``. Example::
 
     from pydantic_ai import Agent
     from telemetry.integrations import pydantic_ai as otel_pydantic_ai
