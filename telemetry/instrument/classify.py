@@ -211,7 +211,7 @@ def _registered(result: Any) -> ResultClass | None:
     try:
         found = _shapes.match(result)
     except Exception as exc:  # a team's predicate or classifier raised: fall back to the built-ins
-        _safe.report("a registered result shape", exc)
+        _safe.report(c.STAGE_CLASSIFIER, "a registered result shape", exc)
         return None
     if found is None:
         return None

@@ -33,6 +33,7 @@ import inspect
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, TypeVar
 
+from .. import conventions as c
 from ..exceptions import ConfigurationError
 from ..instrument import ReadbackFn, framework_context
 from ..runtime import containment as _safe
@@ -151,7 +152,7 @@ def _ids() -> tuple[str | None, str | None]:
     try:
         return _scope_ids()
     except Exception as exc:  # another CrewAI version: the tool runs all the same, without the ids
-        _safe.report("reading CrewAI's ids", exc)
+        _safe.report(c.STAGE_SPAN, "reading CrewAI's ids", exc)
         return None, None
 
 
