@@ -43,6 +43,8 @@ from ..exceptions import ConfigurationError
 if TYPE_CHECKING:
     from .metrics import ToolMetrics
 
+__all__ = ["BatchSettings", "CountingBatchProcessor"]
+
 logger = logging.getLogger("telemetry")
 
 

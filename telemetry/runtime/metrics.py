@@ -20,6 +20,8 @@ from prometheus_client import CollectorRegistry, Counter, Histogram
 
 from .. import conventions as c
 
+__all__ = ["FAMILIES", "Family", "Metric", "ToolMetrics"]
+
 _DURATION_BUCKETS = (0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
 Metric = Union[Counter, Histogram]
 

@@ -28,10 +28,13 @@ from typing import Any
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.trace import SpanKind, StatusCode
 
+from .. import conventions as c
+
+__all__ = ["FAST_PATH", "FRAGMENT_CACHE_SIZE", "encode_attributes", "encode_line", "encode_span", "encode_value"]
+
 _esc = json.encoder.encode_basestring_ascii  # type: ignore[attr-defined]  # C escaper; ASCII output
 _HAS_IS_REMOTE = 0x100
 _IS_REMOTE = 0x200
-_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 FRAGMENT_CACHE_SIZE = 8192
 """Encoded attribute fragments kept (about 1 MB at most); the cache is emptied when full, so
 values that never repeat (call ids, argument text) cannot crowd out the ones that do for long."""
@@ -82,7 +85,7 @@ def encode_value(value: Any) -> str:
     if isinstance(value, bool):
         return '{"boolValue":true}' if value else '{"boolValue":false}'
     if isinstance(value, int):
-        if _INT64_MIN <= value <= _INT64_MAX:
+        if c.INT64_MIN <= value <= c.INT64_MAX:
             return '{"intValue":"' + str(int(value)) + '"}'
         return '{"stringValue":"' + str(value) + '"}'
     if isinstance(value, float):

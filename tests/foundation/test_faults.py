@@ -40,6 +40,7 @@ def test_raising_callbacks_leave_the_result_alone(kind: str, callback: str, capl
     name = f"faulty_{uuid.uuid4().hex[:8]}"  # a place no earlier test has logged
     tool = telemetry.instrument_tool(name=name, **{callback: _raise})(make(kind, lambda x, y: {"sum": x + y}))
     place = f"the read-back of {name}" if callback == "readback" else f"the outcome classifier of {name}"
+    stage = c.STAGE_READBACK if callback == "readback" else c.STAGE_CLASSIFIER
     with capture() as cap, caplog.at_level(logging.WARNING, logger="telemetry"):
         assert drive(kind, tool, 3) == _expected(kind)
         assert drive(kind, tool, 3) == _expected(kind)
@@ -51,10 +52,12 @@ def test_raising_callbacks_leave_the_result_alone(kind: str, callback: str, capl
     logged = [r for r in caplog.records if name in r.getMessage()]
     assert [r.getMessage() for r in logged] == [
         f"outcome-telemetry: {place} failed and was ignored (the tool call is unaffected; further failures "
-        f"here are counted, not logged): RuntimeError('telemetry callback failure')"
+        f"here are counted in {c.METRIC_INTERNAL_ERRORS_TOTAL}{{{c.LABEL_STAGE}={stage!r}}}, not logged): "
+        f"RuntimeError('telemetry callback failure')"
     ]
     assert logged[0].levelno == logging.WARNING and logged[0].exc_info is not None
     assert _safe.failures[place] == 2  # the second failure was counted, not logged
+    assert cap.sample(c.METRIC_INTERNAL_ERRORS_TOTAL, {c.LABEL_STAGE: stage}) == 2
 
 
 @pytest.mark.parametrize("kind", KINDS)
