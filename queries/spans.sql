@@ -29,7 +29,8 @@
 --   delegation_origin_task_id, delegation_root_task_id, delegation_hop (BIGINT),
 --   constraints_carried, constraints_waived, waiver_reasons (VARCHAR[]), objective_task_id,
 --   objective_version, policy_version, policy_version_current, idempotency_key_hash,
---   idempotency_payload_hash, idempotency_original_id, deduplicated (BOOLEAN), plan_id,
+--   idempotency_payload_hash, idempotency_original_id, deduplicated (BOOLEAN), silent_failure
+--   (BOOLEAN: tool.silent_failure, false when absent), plan_id,
 --   plan_objects_matched, plan_changed_count, plan_outside_target_changed_count (BIGINT),
 --   plan_binding_moved
 --
@@ -258,6 +259,8 @@ typed AS (
         attribute_values[list_position(attribute_keys, 'idempotency.original_id')] AS idempotency_original_id,
         coalesce(lower(attribute_values[list_position(attribute_keys, 'tool.deduplicated')]) IN ('true', '1'), false)
             AS deduplicated,
+        coalesce(lower(attribute_values[list_position(attribute_keys, 'tool.silent_failure')]) IN ('true', '1'), false)
+            AS silent_failure,
         attribute_values[list_position(attribute_keys, 'plan.id')] AS plan_id,
         TRY_CAST(TRY_CAST(attribute_values[list_position(attribute_keys, 'plan.objects_matched')] AS DOUBLE) AS BIGINT)
             AS plan_objects_matched,

@@ -45,6 +45,10 @@ TOOL_ARGUMENT_PREFIX: Final = "tool.argument."
 TOOL_FORCED_BY: Final = "tool.forced_by"
 """Operator identity on a forced (guard-bypassing) operation."""
 TOOL_DEDUPLICATED: Final = "tool.deduplicated"
+TOOL_SILENT_FAILURE: Final = "tool.silent_failure"
+"""True when the result did not itself report failure (transport ok, the result classified ok)
+but the outcome was decided not ok afterwards, by a read-back, an ``outcome=`` callable or
+``set_outcome``: the caller was told "done" and it was not. False on every other call."""
 
 # Domain attributes: the guards set them and forensics reads them.
 STATE_KEY: Final = "state.key"
@@ -221,6 +225,9 @@ METRIC_SPANS_DROPPED_TOTAL: Final = "outcome_telemetry_spans_dropped_total"
 METRIC_INTERNAL_ERRORS: Final = "outcome_telemetry_internal_errors"
 METRIC_INTERNAL_ERRORS_TOTAL: Final = "outcome_telemetry_internal_errors_total"
 """Failures inside the toolkit's own work, contained so the tool call was unaffected."""
+METRIC_SILENT_FAILURES: Final = "tool_silent_failures"
+METRIC_SILENT_FAILURES_TOTAL: Final = "tool_silent_failures_total"
+"""Calls whose caller was told success while the outcome was not ok (see ``TOOL_SILENT_FAILURE``)."""
 
 LABEL_TOOL: Final = "tool"
 LABEL_TRANSPORT: Final = "transport"
@@ -240,8 +247,14 @@ METRIC_LABELS: Final = {
     METRIC_IDEMPOTENT_REPLAYS_TOTAL: (LABEL_TOOL,),
     METRIC_SPANS_DROPPED_TOTAL: (LABEL_EXPORTER, LABEL_REASON),
     METRIC_INTERNAL_ERRORS_TOTAL: (LABEL_STAGE,),
+    METRIC_SILENT_FAILURES_TOTAL: (LABEL_TOOL, LABEL_OUTCOME),
 }
 """Exposed metric name to its label names, in order."""
+
+HEALTH_METRIC_LABELS: Final = {
+    name: METRIC_LABELS[name] for name in (METRIC_SPANS_DROPPED_TOTAL, METRIC_INTERNAL_ERRORS_TOTAL)
+}
+"""The toolkit's own health counters (no ``tool`` label): dashboards show them unfiltered."""
 
 # The bounded label values of the toolkit's own health counters.
 EXPORTER_FILE: Final = "file"
@@ -336,11 +349,12 @@ ANNOTATION_SUMMARY: Final = "summary"
 """The one-line alert annotation every shipped alert carries (``telemetry.demo.alerting`` reads it)."""
 
 NOT_BAD_OUTCOMES: Final = frozenset({OUTCOME_OK, OUTCOME_FORCED}) | REFUSAL_OUTCOMES
-"""Outcomes the 200-with-bad-outcome page ignores: success, an operator's counted force, and
-guard refusals (prevented failures, alerted on by their ratio instead)."""
+"""Outcomes that are not a reported failure: success, an operator's counted force, and guard
+refusals (prevented failures with their own ratio alert). The reported-failures alert selects
+``tool_calls_total`` outside this set; a test checks each copy of the regex against it."""
 
 RULE_CALLS_RATE5M: Final = "tool:tool_calls:rate5m"
-RULE_BAD_OUTCOME_SUCCESSES_RATE5M: Final = "tool_outcome:bad_outcome_successes:rate5m"
+RULE_SILENT_FAILURES_RATE5M: Final = "tool_outcome:silent_failures:rate5m"
 RULE_INTENT_SUCCESS_RATIO_RATE5M: Final = "tool:intent_success:ratio_rate5m"
 RULE_INTENT_ERROR_RATIO_RATE5M: Final = "tool:intent_error:ratio_rate5m"
 RULE_INTENT_ERROR_RATIO_RATE30M: Final = "tool:intent_error:ratio_rate30m"
@@ -348,6 +362,9 @@ RULE_INTENT_ERROR_RATIO_RATE1H: Final = "tool:intent_error:ratio_rate1h"
 RULE_INTENT_ERROR_RATIO_RATE6H: Final = "tool:intent_error:ratio_rate6h"
 RULE_INTENT_ERROR_RATIO_RATE3D: Final = "tool:intent_error:ratio_rate3d"
 RULE_REJECTED_WRITES_RATIO_RATE5M: Final = "tool:rejected_writes:ratio_rate5m"
+RULE_REPORTED_FAILURES_RATIO_RATE5M: Final = "tool:reported_failures:ratio_rate5m"
+"""Failures the caller was told about (errors, error envelopes, non-2xx), refusals and silent
+failures excluded, as a share of calls."""
 RULE_READBACK_MATCH_RATIO_RATE5M: Final = "tool:readback_match:ratio_rate5m"
 RULE_READBACK_MISMATCH_RATIO_RATE5M: Final = "tool:readback_mismatch:ratio_rate5m"
 RULE_INTENT_SLO_TARGET: Final = "outcome_telemetry:intent_slo:target"
@@ -355,7 +372,7 @@ RULE_INTENT_SLO_TARGET: Final = "outcome_telemetry:intent_slo:target"
 RULE_INTENT_SLO_ERROR_BUDGET: Final = "outcome_telemetry:intent_slo:error_budget"
 RECORDING_RULES: Final = (
     RULE_CALLS_RATE5M,
-    RULE_BAD_OUTCOME_SUCCESSES_RATE5M,
+    RULE_SILENT_FAILURES_RATE5M,
     RULE_INTENT_SUCCESS_RATIO_RATE5M,
     RULE_INTENT_ERROR_RATIO_RATE5M,
     RULE_INTENT_ERROR_RATIO_RATE30M,
@@ -363,6 +380,7 @@ RECORDING_RULES: Final = (
     RULE_INTENT_ERROR_RATIO_RATE6H,
     RULE_INTENT_ERROR_RATIO_RATE3D,
     RULE_REJECTED_WRITES_RATIO_RATE5M,
+    RULE_REPORTED_FAILURES_RATIO_RATE5M,
     RULE_READBACK_MATCH_RATIO_RATE5M,
     RULE_READBACK_MISMATCH_RATIO_RATE5M,
     RULE_INTENT_SLO_TARGET,
@@ -370,9 +388,10 @@ RECORDING_RULES: Final = (
 )
 
 ALERT_BAD_OUTCOME_SUCCESS: Final = "ToolBadOutcomeSuccess"
-"""Transport ok, outcome not ok: the page that matters."""
+"""A silent failure (``tool_silent_failures_total``): the caller was told done and it was not."""
 ALERT_READBACK_MISMATCH: Final = "ToolReadbackMismatch"
 ALERT_REJECTED_WRITES_HIGH: Final = "ToolRejectedWritesHigh"
+ALERT_REPORTED_FAILURES_HIGH: Final = "ToolReportedFailuresHigh"
 ALERT_STALE_SENDS: Final = "ToolStaleSends"
 ALERT_CONSTRAINT_WAIVER_SPIKE: Final = "ToolConstraintWaiverSpike"
 ALERT_INTENT_BUDGET_BURN_FAST: Final = "ToolIntentErrorBudgetBurnFast"
@@ -386,6 +405,7 @@ ALERTS: Final = (
     ALERT_BAD_OUTCOME_SUCCESS,
     ALERT_READBACK_MISMATCH,
     ALERT_REJECTED_WRITES_HIGH,
+    ALERT_REPORTED_FAILURES_HIGH,
     ALERT_STALE_SENDS,
     ALERT_CONSTRAINT_WAIVER_SPIKE,
     ALERT_INTENT_BUDGET_BURN_FAST,

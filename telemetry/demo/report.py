@@ -9,6 +9,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TextIO
 
+from ..forensics.questions import question as forensics_question
 from .alerting import FiringAlert
 from .manifest import Incident, Score
 from .runner import CrewResult
@@ -69,9 +70,16 @@ def print_report(
                 print(_wrap(f"facts: {facts}", "     "), file=stream)
             print(_wrap("found by: " + ", ".join(_found_for(incident, findings)), "     "), file=stream)
     score = findings.score
+    found = sum(len(rows) for name, rows in findings.rows.items() if forensics_question(name).is_finding)
+    records = sum(len(rows) for name, rows in findings.rows.items() if not forensics_question(name).is_finding)
     print(
-        f"\nforensics over {result.traces_dir}: precision {score.precision:.2f}, recall {score.recall:.2f} "
-        f"against {result.manifest_path.name} ({len(score.found)} expected findings)",
+        _wrap(
+            f"forensics over {result.traces_dir}: {found} finding(s) and {records} record(s) "
+            f"(waivers and refusals), as `forensics report` counts them; precision {score.precision:.2f}, "
+            f"recall {score.recall:.2f} against the {len(score.found) + len(score.missed)} expected rows "
+            f"of {result.manifest_path.name}",
+            "",
+        ),
         file=stream,
     )
     for question, row in score.unexplained[:5]:

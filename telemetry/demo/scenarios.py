@@ -78,7 +78,7 @@ def split_brain(w: World, mode: str, rng: random.Random, run: str) -> Incident:
     inc.facts["b_step_survived"] = "b: add load test" in final
     inc.expect("divergent_reads", run_id=run, state_key=key, writer_agent=b, write_outcome=c.OUTCOME_REJECTED_STALE_VERSION)
     inc.expect("contention", state_key=key)
-    inc.expect("bad_outcome_successes", tool_name="write_state", outcome=c.OUTCOME_REJECTED_STALE_VERSION)
+    inc.expect("guard_refusals", run_id=run, tool_name="write_state", reason=c.OUTCOME_REJECTED_STALE_VERSION, recovered=True)
     return inc
 
 
@@ -134,7 +134,7 @@ def goal_drift(w: World, mode: str, rng: random.Random, run: str) -> Incident:
         inc.expect("constraint_loss_by_hop", run_id=run, root_task_id=root, constraint_id=dropped, dropped_at_hop=drop_hop)
     else:
         inc.steps.append(f"hop 4: {_CHAIN[3]} waived {waived} with a reason")
-        inc.expect("bad_outcome_successes", tool_name=c.TOOL_DELEGATE, outcome=c.OUTCOME_CONSTRAINT_MISSING)
+        inc.expect("guard_refusals", run_id=run, tool_name=c.TOOL_DELEGATE, reason=c.OUTCOME_CONSTRAINT_MISSING, recovered=True)
         inc.expect("waivers_by_hop", run_id=run, root_task_id=root, constraint_id=waived, hop=4)
     return inc
 
@@ -176,7 +176,7 @@ def context_drift(w: World, mode: str, rng: random.Random, run: str) -> Incident
     inc.facts["sent_under"] = current["version"]
     inc.expect("stale_sends", verdict="refused", run_id=run, agent_id=responder, used_version=held["version"])
     inc.expect("stale_holders", run_id=run, agent_id=responder, objective_task_id=REFUND_POLICY, held_version=held["version"])
-    inc.expect("bad_outcome_successes", tool_name="send_customer_message", outcome=c.OUTCOME_STALE_POLICY)
+    inc.expect("guard_refusals", run_id=run, tool_name="send_customer_message", reason=c.OUTCOME_STALE_POLICY, recovered=True)
     return inc
 
 
@@ -209,7 +209,6 @@ def wrong_collection(w: World, mode: str, rng: random.Random, run: str) -> Incid
                 redo = w.planner.commit_plan(fixed["plan_id"], agent_id="operator")
             inc.steps.append(f"the operator fixed the action, re-planned and committed: ok={redo['ok']}")
             inc.expect("plan_violations", violation=c.OUTCOME_POSTCONDITION_FAILED, run_id=run, plan_id=plan["plan_id"])
-            inc.expect("bad_outcome_successes", tool_name="commit_plan", outcome=c.OUTCOME_POSTCONDITION_FAILED)
     inc.facts["target_changed"] = sum(w.price_of(k) != p for k, p in zip(cat.target_keys, before_target))
     inc.facts["other_changed"] = sum(w.price_of(k) != p for k, p in zip(cat.other_keys, before_other))
     return inc
@@ -261,7 +260,6 @@ def stale_cache_readback(w: World, mode: str, rng: random.Random, run: str) -> I
         inc.expect("unpersisted_writes", run_id=run, state_key=key, agent_id="support")
     else:
         inc.expect("readback_mismatches", run_id=run, tool_name="update_email", state_key=key)
-        inc.expect("bad_outcome_successes", tool_name="update_email", outcome=c.OUTCOME_READBACK_MISMATCH)
     return inc
 
 

@@ -1,4 +1,4 @@
-"""The forensics questions: one SQL file each in ``queries/``, registered here in report order.
+"""The forensics questions: one SQL file each in ``queries/``, registered here with a severity.
 
 A question's one-line description is the first line of its SQL file's header comment
 (``-- name: description``), so the SQL stays the single source of what it answers.
@@ -25,12 +25,52 @@ QUESTION_NAMES: tuple[str, ...] = (
     "idempotency_conflicts",
     "plan_violations",
     "contention",
+    "guard_refusals",
 )
-"""Every question, in the order ``report`` shows them (the headline first)."""
+"""Every question (``report`` shows them by :data:`SEVERITY`, this order within a severity)."""
 
-INFORMATIONAL: frozenset[str] = frozenset({"waivers_by_hop"})
-"""Questions whose rows are a record, not a problem: a waiver is an explicit, reasoned decision.
-They are reported but do not trip ``--fail-on-findings``."""
+CRITICAL, WARNING, RECORD = "critical", "warning", "record"
+SEVERITIES: tuple[str, ...] = (CRITICAL, WARNING, RECORD)
+"""Worst first. Critical: something went wrong and someone was told it went right. Warning: the
+guards or a read-back caught it, or contention is growing. Record: explicit decisions to keep."""
+
+SEVERITY: dict[str, str] = {
+    "bad_outcome_successes": CRITICAL,
+    "lost_updates": CRITICAL,
+    "constraint_loss_by_hop": CRITICAL,
+    "stale_sends": CRITICAL,
+    "idempotency_conflicts": CRITICAL,
+    "unpersisted_writes": CRITICAL,
+    "readback_mismatches": WARNING,
+    "divergent_reads": WARNING,
+    "plan_violations": WARNING,
+    "stale_holders": WARNING,
+    "contention": WARNING,
+    "waivers_by_hop": RECORD,
+    "guard_refusals": RECORD,
+}
+"""Each question's severity. Records are reported but never trip ``--fail-on-findings``: a
+waiver is a reasoned decision and a refusal a prevented failure whose caller was told."""
+
+NEXT_STEP: dict[str, str] = {
+    "bad_outcome_successes": "Open the example traces and fix the tool or its check; its callers were told done.",
+    "lost_updates": "Re-apply the overwritten change and make the writer pass expected_version.",
+    "constraint_loss_by_hop": "Re-issue the task with the lost constraint; make that hop carry or waive it.",
+    "stale_sends": "Tell the recipients the correction; make the sender re-read the current policy.",
+    "idempotency_conflicts": "Refund or undo the repeated executions; give retries the same request id.",
+    "unpersisted_writes": "Re-send the write and move its read-back to the source of truth, not a cache.",
+    "readback_mismatches": "Check the store the read-back reads; the caller was told, so look for retries.",
+    "divergent_reads": "Check the rows with lost_update true first; the refused ones were prevented.",
+    "plan_violations": "Fix the plan's transform or index before anyone re-commits it.",
+    "stale_holders": "Send the current objective to each listed agent and check what they did since.",
+    "contention": "Split the hot keys or serialise their writers; agents are racing on them.",
+    "waivers_by_hop": "Confirm each waiver's reason with the task's owner.",
+    "guard_refusals": "Read the rows with recovered false: those agents gave up or went around the guard.",
+}
+"""One line of what to do next, shown under each question with rows."""
+
+INFORMATIONAL: frozenset[str] = frozenset(name for name, level in SEVERITY.items() if level == RECORD)
+"""Questions whose rows are a record, not a problem (see :data:`SEVERITY`)."""
 
 
 @dataclass(frozen=True)
@@ -41,6 +81,16 @@ class Question:
     description: str
     header: str
     sql: str
+
+    @property
+    def severity(self) -> str:
+        """``critical``, ``warning`` or ``record`` (see :data:`SEVERITY`)."""
+        return SEVERITY[self.name]
+
+    @property
+    def next_step(self) -> str:
+        """One line of what to do when this question has rows."""
+        return NEXT_STEP[self.name]
 
     @property
     def is_finding(self) -> bool:
@@ -73,5 +123,6 @@ def question(name: str) -> Question:
 
 
 def all_questions() -> list[Question]:
-    """Every question in report order."""
-    return [question(name) for name in QUESTION_NAMES]
+    """Every question in report order: by severity, worst first."""
+    rank = {level: i for i, level in enumerate(SEVERITIES)}
+    return sorted((question(name) for name in QUESTION_NAMES), key=lambda q: rank[q.severity])

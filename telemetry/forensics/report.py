@@ -6,16 +6,22 @@ import csv
 import datetime as _dt
 import io
 import json
+import shlex
+import textwrap
 from dataclasses import dataclass, field
 from typing import Any, Literal, Optional, Sequence
 
 from .evidence import Evidence
 from .loading import LoadReport
-from .questions import Question
+from .questions import SEVERITIES, Question
 
 Format = Literal["table", "json", "csv"]
 FORMATS: tuple[Format, ...] = ("table", "json", "csv")
 _CELL_WIDTH = 40
+WIDTH = 100
+"""The text report never prints a line longer than this; ``--format json`` keeps full values."""
+_MIN_CELL = 14
+_INDENT = "   "
 
 
 def _plain(value: Any) -> Any:
@@ -31,19 +37,50 @@ def _plain(value: Any) -> Any:
     return str(value)
 
 
-def _cell(value: Any) -> str:
+def _text(value: Any) -> str:
     plain = _plain(value)
     if plain is None:
-        text = ""
-    elif isinstance(plain, (list, dict)):
-        text = json.dumps(plain)
-    else:
-        text = str(plain)
-    return text if len(text) <= _CELL_WIDTH else text[: _CELL_WIDTH - 1] + "…"
+        return ""
+    if isinstance(plain, (list, dict)):
+        return json.dumps(plain, ensure_ascii=False)
+    return " ".join(str(plain).split())  # newlines and tabs in a value never break the layout
 
 
-def format_rows(rows: Sequence[dict[str, Any]], columns: Sequence[str], fmt: Format) -> str:
-    """Rows of one question in ``fmt``; ``columns`` fixes the order (and the header when empty)."""
+def _cut(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: max(width - 1, 0)] + "…"
+
+
+def _table(rows: Sequence[dict[str, Any]], columns: Sequence[str], width: int) -> list[str]:
+    """A table no wider than ``width``: widest columns narrowed first (cells cut with an
+    ellipsis); when even that cannot fit, each row as ``column  value`` lines, values wrapped."""
+    cells = [[_cut(_text(r.get(c)), _CELL_WIDTH) for c in columns] for r in rows]
+    widths = [max([len(c)] + [len(row[i]) for row in cells]) for i, c in enumerate(columns)]
+    while sum(widths) + 2 * (len(widths) - 1) > width and max(widths, default=0) > _MIN_CELL:
+        widest = widths.index(max(widths))
+        widths[widest] -= 1
+    if sum(widths) + 2 * (len(widths) - 1) <= width:
+        head = [_cut(c, w) for c, w in zip(columns, widths)]
+        lines = ["  ".join(c.ljust(w) for c, w in zip(head, widths)).rstrip(), "  ".join("-" * w for w in widths)]
+        lines += ["  ".join(_cut(v, w).ljust(w) for v, w in zip(row, widths)).rstrip() for row in cells]
+        return lines
+    name_width = min(max(len(c) for c in columns), width // 3)
+    lines = []
+    for number, r in enumerate(rows, start=1):
+        lines.append(f"row {number}")
+        for column in columns:
+            value = _text(r.get(column))
+            wrapped = textwrap.wrap(value, width - name_width - 4, break_on_hyphens=False) or [""]
+            lines.append(f"  {_cut(column, name_width).ljust(name_width)}  {wrapped[0]}")
+            lines += [" " * (name_width + 4) + more for more in wrapped[1:]]
+    return lines
+
+
+def format_rows(rows: Sequence[dict[str, Any]], columns: Sequence[str], fmt: Format, *, width: int = WIDTH) -> str:
+    """Rows of one question in ``fmt``; ``columns`` fixes the order (and the header when empty).
+
+    The table fits in ``width`` columns (long values cut with an ellipsis); JSON and CSV carry
+    every value in full.
+    """
     if fmt == "json":
         return json.dumps([{c: _plain(r.get(c)) for c in columns} for r in rows], indent=2)
     if fmt == "csv":
@@ -56,11 +93,7 @@ def format_rows(rows: Sequence[dict[str, Any]], columns: Sequence[str], fmt: For
                 for v in (_plain(r.get(c)) for c in columns)
             )
         return out.getvalue().rstrip("\n")
-    cells = [[_cell(r.get(c)) for c in columns] for r in rows]
-    widths = [max([len(c)] + [len(row[i]) for row in cells]) for i, c in enumerate(columns)]
-    lines = ["  ".join(c.ljust(w) for c, w in zip(columns, widths)).rstrip(),
-             "  ".join("-" * w for w in widths)]
-    lines += ["  ".join(v.ljust(w) for v, w in zip(row, widths)).rstrip() for row in cells]
+    lines = _table(rows, columns, width)
     if not rows:
         lines.append("(no rows)")
     return "\n".join(lines)
@@ -78,6 +111,21 @@ def format_answer(rows: Sequence[dict[str, Any]], columns: Sequence[str], fmt: F
     if fmt == "table":
         text += "".join(f"\nnote: {c}" for c in caveats)
     return text
+
+
+def command_lines(words: Sequence[str], width: int = WIDTH, prefix: str = "") -> list[str]:
+    """A shell command after ``prefix``, quoted, wrapped between words with ``\\`` continuations
+    so each line fits ``width`` (a single word longer than a line is never split)."""
+    lines: list[str] = []
+    current = prefix
+    for word in (shlex.quote(w) for w in words):
+        if current != prefix and len(current) + 1 + len(word) + 2 > width:
+            lines.append(current + " \\")
+            current = " " * len(prefix) + "    " + word
+        else:
+            current = current + word if current == prefix else f"{current} {word}"
+    lines.append(current)
+    return lines
 
 
 @dataclass
@@ -101,8 +149,13 @@ class Report:
 
     @property
     def findings(self) -> int:
-        """Rows of the questions that report problems (waivers are a record, not a finding)."""
+        """Rows of the questions that report problems (waivers and refusals are records)."""
         return sum(s.count for s in self.sections if s.question.is_finding)
+
+    @property
+    def records(self) -> int:
+        """Rows of the record questions: reported, never a failure of ``--fail-on-findings``."""
+        return sum(s.count for s in self.sections if not s.question.is_finding)
 
     def as_dict(self) -> dict[str, Any]:
         evidence = self.evidence
@@ -112,13 +165,17 @@ class Report:
             "warnings": evidence.warnings() if evidence else self.load.warnings(),
             "evidence": _plain(evidence.as_dict()) if evidence else None,
             "findings": self.findings,
+            "records": self.records,
             "questions": [
                 {
                     "question": s.question.name,
                     "description": s.question.description,
+                    "severity": s.question.severity,
                     "is_finding": s.question.is_finding,
                     "rows": s.count,
                     "caveats": evidence.caveats(s.question.name) if evidence else [],
+                    "next_step": s.question.next_step,
+                    "command": ["outcome-telemetry", "forensics", s.question.name, *self.paths],
                     "examples": [{c: _plain(r.get(c)) for c in s.columns} for r in s.examples],
                 }
                 for s in self.sections
@@ -130,27 +187,49 @@ class Report:
         if fmt == "json":
             return json.dumps(self.as_dict(), indent=2)
         if fmt == "csv":
-            rows = [{"question": s.question.name, "rows": s.count, "is_finding": s.question.is_finding,
-                     "description": s.question.description} for s in self.sections]
-            return format_rows(rows, ["question", "rows", "is_finding", "description"], "csv")
-        paths = " ".join(self.paths)
-        out = [f"Forensics report: {self.load.spans:,} spans from {self.load.files} file(s)"]
-        out += [f"warning: {w}" for w in (self.evidence.warnings() if self.evidence else self.load.warnings())]
+            rows = [{"question": s.question.name, "severity": s.question.severity, "rows": s.count,
+                     "is_finding": s.question.is_finding, "description": s.question.description}
+                    for s in self.sections]
+            return format_rows(rows, ["question", "severity", "rows", "is_finding", "description"], "csv")
+        return "\n".join(self._text_lines())
+
+    def _text_lines(self) -> list[str]:
+        def wrap(text: str, indent: str = "") -> list[str]:
+            return textwrap.wrap(text, WIDTH, initial_indent=indent, subsequent_indent=indent + "  ",
+                                 break_on_hyphens=False, break_long_words=True) or [indent]
+
+        out = wrap(f"Forensics report: {self.load.spans:,} spans from {self.load.files} file(s)")
+        for warning in (self.evidence.warnings() if self.evidence else self.load.warnings()):
+            out += wrap(f"warning: {warning}")
         if self.evidence:
-            out += self.evidence.render()
+            for line in self.evidence.render():
+                lead = line[: len(line) - len(line.lstrip())]
+                out += wrap(line.strip(), lead) if len(line) > WIDTH else [line]
         found = [s for s in self.sections if s.count]
-        clean = [s for s in self.sections if not s.count]
-        out.append(f"{self.findings} finding(s) in {sum(1 for s in found if s.question.is_finding)} question(s)")
-        for s in found:
-            label = "record" if not s.question.is_finding else "found"
-            out += ["", f"== {s.question.name}: {s.count} row(s) {label}", f"   {s.question.description}"]
-            out += ["   " + line for line in format_rows(s.examples, s.columns, "table").splitlines()]
-            more = f" ({s.count - len(s.examples)} more)" if s.count > len(s.examples) else ""
-            out.append(f"   detail{more}: outcome-telemetry forensics {s.question.name} {paths}")
+        asked = sum(1 for s in found if s.question.is_finding)
+        out += wrap(f"{self.findings} finding(s) in {asked} question(s); {self.records} record(s) "
+                    f"(waivers and refusals: reported, not problems)")
+        for level in SEVERITIES:
+            group = [s for s in found if s.question.severity == level]
+            if not group:
+                continue
+            out += ["", f"{level.upper()}"]
+            for s in group:
+                noun = "finding(s)" if s.question.is_finding else "record(s)"
+                out += ["", _cut(f"== {s.question.name}: {s.count} {noun}", WIDTH)]
+                out += wrap(s.question.description, _INDENT)
+                table = format_rows(s.examples, s.columns, "table", width=WIDTH - len(_INDENT))
+                out += [_INDENT + line for line in table.splitlines()]
+                if s.count > len(s.examples):
+                    out.append(f"{_INDENT}({s.count - len(s.examples)} more row(s))")
+                out += wrap(f"next: {s.question.next_step}", _INDENT)
+                out += command_lines(["outcome-telemetry", "forensics", s.question.name, *self.paths],
+                                     WIDTH, _INDENT + "rows: ")
+        clean = [s.question.name for s in self.sections if not s.count]
         if clean:
-            out += ["", "Nothing found: " + ", ".join(s.question.name for s in clean)]
+            out += [""] + wrap("Nothing found: " + ", ".join(clean))
             if self.evidence:
-                qualified = [s.question.name for s in clean if self.evidence.caveats(s.question.name)]
+                qualified = [name for name in clean if self.evidence.caveats(name)]
                 if qualified:
-                    out.append("   given the evidence above (see its caveats): " + ", ".join(qualified))
-        return "\n".join(out)
+                    out += wrap("given the evidence above (see its caveats): " + ", ".join(qualified), _INDENT)
+        return out

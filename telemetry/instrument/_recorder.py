@@ -193,6 +193,7 @@ def finish(call: Call, runtime: Runtime, exc: BaseException | None, result: Any 
     elapsed = _perf() - call.started
     status_code: int | None = None
     error_type: str | None = None
+    told = True  # the caller was told of any failure (an exception, an envelope, a non-2xx)
     if exc is not None:
         mapped = spec.exception_outcome(exc)
         transport = c.TRANSPORT_ERROR if mapped is None else c.TRANSPORT_OK
@@ -205,6 +206,7 @@ def finish(call: Call, runtime: Runtime, exc: BaseException | None, result: Any 
         except Exception as failure:  # a result whose .get, __getattr__ or properties raise
             _safe.report(c.STAGE_CLASSIFIER, f"classifying a result of {spec.name}", failure)
             transport, outcome, status_code = c.TRANSPORT_OK, c.OUTCOME_OK, None
+        told = transport != c.TRANSPORT_OK or outcome != c.OUTCOME_OK
         if call.outcome is not None:
             outcome = _outcome_text(f"the outcome set inside {spec.name}", call.outcome) or outcome
         if spec.outcome is not None:
@@ -214,6 +216,7 @@ def finish(call: Call, runtime: Runtime, exc: BaseException | None, result: Any 
         readback = call.readback or _readback(spec, call, result, transport, outcome)
         if readback == c.READBACK_MISMATCH and outcome == c.OUTCOME_OK:
             outcome = c.OUTCOME_READBACK_MISMATCH
+    silent = silent_failure(told, outcome)
     shown = _cap(outcome)  # the span keeps the real code, cut to the attribute limit
     if exc is None and outcome != c.OUTCOME_OK:
         error_type = str(status_code) if outcome == c.OUTCOME_ERROR and status_code else shown
@@ -224,6 +227,7 @@ def finish(call: Call, runtime: Runtime, exc: BaseException | None, result: Any 
             attributes[c.TOOL_TRANSPORT] = transport
             attributes[c.TOOL_READBACK] = readback
             attributes[c.TOOL_OUTCOME] = shown
+            attributes[c.TOOL_SILENT_FAILURE] = silent
             if status_code is not None:
                 attributes[c.HTTP_RESPONSE_STATUS_CODE] = status_code
             if error_type is not None:
@@ -243,10 +247,20 @@ def finish(call: Call, runtime: Runtime, exc: BaseException | None, result: Any 
         except Exception as failure:
             _safe.report(c.STAGE_SPAN, "ending a tool span", failure)
     try:
-        _count(runtime, spec, call, transport, readback, outcome, elapsed)
+        _count(runtime, spec, call, transport, readback, outcome, elapsed, silent)
     except Exception as failure:
         _safe.report(c.STAGE_METRICS, "counting a tool call", failure)
     return result
+
+
+def silent_failure(told: bool, outcome: str) -> bool:
+    """Whether a call is a silent failure: the caller was told "done" and the outcome is not ok.
+
+    ``told`` is whether the result (or an exception) itself reported failure; the outcome is the
+    final one, after read-back, an ``outcome=`` callable and ``set_outcome``. An operator's
+    ``forced`` write is a deliberate, counted bypass, not a failure.
+    """
+    return not told and outcome not in (c.OUTCOME_OK, c.OUTCOME_FORCED)
 
 
 def _readback(spec: ToolSpec, call: Call, result: Any, transport: str, outcome: str) -> str:
@@ -264,7 +278,9 @@ def _readback(spec: ToolSpec, call: Call, result: Any, transport: str, outcome: 
         return c.READBACK_ERROR
 
 
-def _count(runtime: Runtime, spec: ToolSpec, call: Call, transport: str, readback: str, outcome: str, elapsed: float) -> None:
+def _count(
+    runtime: Runtime, spec: ToolSpec, call: Call, transport: str, readback: str, outcome: str, elapsed: float, silent: bool
+) -> None:
     metrics = runtime.metrics
     if spec.name not in metrics.known_tools:
         metrics.ensure_tool(spec.name)
@@ -277,6 +293,8 @@ def _count(runtime: Runtime, spec: ToolSpec, call: Call, transport: str, readbac
     label = spec.outcome_label(outcome)
     metrics.child(metrics.calls, spec.name, transport, readback, label).inc(1, exemplar)
     metrics.child(metrics.duration, spec.name).observe(elapsed)
+    if silent:
+        metrics.child(metrics.silent, spec.name, label).inc(1, exemplar)
     if outcome in c.REFUSAL_OUTCOMES:
         metrics.child(metrics.rejected, spec.name, outcome).inc()
         if outcome == c.OUTCOME_STALE_POLICY:

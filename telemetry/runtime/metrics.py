@@ -82,6 +82,12 @@ FAMILIES: tuple[Family, ...] = (
         zero_per_tool=True,
     ),
     Family(
+        c.METRIC_SILENT_FAILURES_TOTAL,
+        Counter,
+        "Calls whose result claimed success while the outcome was decided not ok (by a read-back, "
+        "an outcome callable or set_outcome): the caller was told done and it was not.",
+    ),
+    Family(
         c.METRIC_SPANS_DROPPED_TOTAL,
         Counter,
         "Finished spans lost before an exporter delivered them, by exporter and reason: the "
@@ -128,6 +134,7 @@ class ToolMetrics:
         self.waivers = self[c.METRIC_CONSTRAINT_WAIVERS_TOTAL]
         self.stale_sends = self[c.METRIC_STALE_SENDS_TOTAL]
         self.replays = self[c.METRIC_IDEMPOTENT_REPLAYS_TOTAL]
+        self.silent = self[c.METRIC_SILENT_FAILURES_TOTAL]
         self.spans_dropped = self[c.METRIC_SPANS_DROPPED_TOTAL]
         self.internal_errors = self[c.METRIC_INTERNAL_ERRORS_TOTAL]
 
