@@ -72,16 +72,11 @@ def print_report(
     score = findings.score
     found = sum(len(rows) for name, rows in findings.rows.items() if forensics_question(name).is_finding)
     records = sum(len(rows) for name, rows in findings.rows.items() if not forensics_question(name).is_finding)
-    print(
-        _wrap(
-            f"forensics over {result.traces_dir}: {found} finding(s) and {records} record(s) "
-            f"(waivers and refusals), as `forensics report` counts them; precision {score.precision:.2f}, "
-            f"recall {score.recall:.2f} against the {len(score.found) + len(score.missed)} expected rows "
-            f"of {result.manifest_path.name}",
-            "",
-        ),
-        file=stream,
-    )
+    print(file=stream)
+    print(_wrap(f"forensics over {result.traces_dir}: {found} finding(s) and {records} record(s) "
+                f"(waivers and refusals), counted as `forensics report` counts them", ""), file=stream)
+    print(f"   precision {score.precision:.2f}, recall {score.recall:.2f} against the "
+          f"{len(score.found) + len(score.missed)} expected rows of {result.manifest_path.name}", file=stream)
     for question, row in score.unexplained[:5]:
         print(_wrap(f"unexplained {question} row: {dict(row)}", "   ! "), file=stream)
     for scenario, mode, expected in score.missed[:5]:

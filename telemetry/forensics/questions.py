@@ -14,20 +14,20 @@ from ..runtime.resources import data_file
 
 QUESTION_NAMES: tuple[str, ...] = (
     "bad_outcome_successes",
-    "divergent_reads",
     "lost_updates",
     "constraint_loss_by_hop",
-    "waivers_by_hop",
-    "readback_mismatches",
     "unpersisted_writes",
     "stale_sends",
-    "stale_holders",
     "idempotency_conflicts",
+    "divergent_reads",
+    "readback_mismatches",
+    "stale_holders",
     "plan_violations",
     "contention",
+    "waivers_by_hop",
     "guard_refusals",
 )
-"""Every question (``report`` shows them by :data:`SEVERITY`, this order within a severity)."""
+"""Every question, in the order ``report`` shows them: by :data:`SEVERITY`, worst first."""
 
 CRITICAL, WARNING, RECORD = "critical", "warning", "record"
 SEVERITIES: tuple[str, ...] = (CRITICAL, WARNING, RECORD)
@@ -124,5 +124,4 @@ def question(name: str) -> Question:
 
 def all_questions() -> list[Question]:
     """Every question in report order: by severity, worst first."""
-    rank = {level: i for i, level in enumerate(SEVERITIES)}
-    return sorted((question(name) for name in QUESTION_NAMES), key=lambda q: rank[q.severity])
+    return [question(name) for name in QUESTION_NAMES]

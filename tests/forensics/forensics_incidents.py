@@ -68,9 +68,24 @@ def planted() -> TraceBuilder:
                       DELEGATION_HOP=1, DELEGATION_CONSTRAINTS_CARRIED=[], DELEGATION_CONSTRAINTS_WAIVED=[]))
     # -- read-back: one mismatch (and one match, which is fine).
     b.add("r-rb", "update_price", W, "writer", 241, outcome=c.OUTCOME_READBACK_MISMATCH,
-          attrs=attrs(STATE_KEY="price/sku-77", TOOL_READBACK=c.READBACK_MISMATCH))
+          attrs=attrs(STATE_KEY="price/sku-77", TOOL_READBACK=c.READBACK_MISMATCH, TOOL_SILENT_FAILURE=True))
     b.add("r-rb", "update_price", W, "writer", 242, attrs=attrs(STATE_KEY="price/sku-78", TOOL_READBACK=c.READBACK_MATCH))
     b.add("r-rb", "fetch_page", R, "researcher", 243, outcome=c.OUTCOME_ERROR, transport=c.TRANSPORT_ERROR)
+    # -- a refusal the agent recovered from: the delegation is refused, then redone carrying C7.
+    b.add("r-rec", "register_task", D, "lead", 280,
+          attrs=attrs(DELEGATION_TASK_ID="R3", DELEGATION_ROOT_TASK_ID="R3", DELEGATION_HOP=0,
+                      DELEGATION_CONSTRAINTS_CARRIED=["C7"]))
+    b.add("r-rec", "delegate", D, "lead", 281, outcome=c.OUTCOME_CONSTRAINT_MISSING,
+          attrs=attrs(DELEGATION_TASK_ID="R3.1", DELEGATION_ORIGIN_TASK_ID="R3", DELEGATION_ROOT_TASK_ID="R3",
+                      DELEGATION_HOP=1, DELEGATION_CONSTRAINTS_CARRIED=[]))
+    b.add("r-rec", "delegate", D, "lead", 282,
+          attrs=attrs(DELEGATION_TASK_ID="R3.2", DELEGATION_ORIGIN_TASK_ID="R3", DELEGATION_ROOT_TASK_ID="R3",
+                      DELEGATION_HOP=1, DELEGATION_CONSTRAINTS_CARRIED=["C7"]))
+    # -- silent failures: an outcome check found the wrong collection repriced, twice (told "done").
+    b.add("r-silent", "reprice", W, "merchandiser", 270, outcome=c.OUTCOME_POSTCONDITION_FAILED,
+          attrs=attrs(TOOL_SILENT_FAILURE=True))
+    b.add("r-silent", "reprice", W, "merchandiser", 271, outcome=c.OUTCOME_POSTCONDITION_FAILED,
+          attrs=attrs(TOOL_SILENT_FAILURE=True))
     # -- objectives and sends: refunds-policy v1 published at 300, superseded by v2 at 310.
     pol = "refunds-policy"
     b.add("r-obj", "publish_objective", W, "operator", 300, attrs=attrs(OBJECTIVE_TASK_ID=pol, OBJECTIVE_VERSION="v1"))

@@ -35,7 +35,7 @@ def test_report_exit_code_follows_fail_on_findings(planted_file: Path, capsys: p
     """report exits 0 normally and 1 with --fail-on-findings when something was found."""
     assert main(["report", str(planted_file), "-q"]) == 0
     text = capsys.readouterr().out
-    assert "== constraint_loss_by_hop: 3 row(s) found" in text
+    assert "== constraint_loss_by_hop: 3 finding(s)" in text
     assert main(["report", str(planted_file), "-q", "--fail-on-findings"]) == 1
 
 
@@ -60,7 +60,7 @@ def test_clean_traces_do_not_fail_ci(tmp_path: Path, capsys: pytest.CaptureFixtu
         DELEGATION_CONSTRAINTS_CARRIED=[], DELEGATION_CONSTRAINTS_WAIVED=["C1"], DELEGATION_WAIVER_REASONS=["ok'd"]))
     path = b.write(tmp_path / "t.jsonl")
     assert main(["report", str(path), "-q", "--fail-on-findings"]) == 0
-    assert "waivers_by_hop: 1 row(s) record" in capsys.readouterr().out
+    assert "waivers_by_hop: 1 record(s)" in capsys.readouterr().out
 
 
 def test_bad_input_exits_2_with_the_reason_on_stderr(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import datetime as dt
 from pathlib import Path
 from typing import Any, Iterator
@@ -88,23 +90,32 @@ def test_waivers_by_hop_lists_each_waiver_with_its_reason(traces: Forensics) -> 
     assert len(rows) == 1
 
 
-def test_bad_outcome_successes_groups_transport_ok_outcome_not_ok_by_tool(traces: Forensics) -> None:
-    """bad_outcome_successes: every transport-ok, outcome-not-ok group with its count; transport errors excluded."""
+def test_bad_outcome_successes_lists_silent_failures_only(traces: Forensics) -> None:
+    """bad_outcome_successes: only spans marked tool.silent_failure; refusals and told failures excluded."""
     rows = traces.run("bad_outcome_successes")
     assert project(rows, "tool_name", "outcome", "spans") == {
-        ("write_state", c.OUTCOME_REJECTED_STALE_VERSION, 6),
-        ("delegate", c.OUTCOME_CONSTRAINT_MISSING, 1),
+        ("reprice", c.OUTCOME_POSTCONDITION_FAILED, 2),
         ("update_price", c.OUTCOME_READBACK_MISMATCH, 1),
-        ("send_email", c.OUTCOME_STALE_POLICY, 1),
-        ("send_refund", c.OUTCOME_DUPLICATE_REQUEST, 1),
-        ("commit_plan", c.OUTCOME_POSTCONDITION_FAILED, 1),
-        ("commit_plan", c.OUTCOME_PLAN_EXPIRED, 1),
-        ("commit_plan", c.OUTCOME_PLAN_BINDING_MOVED, 1),
     }
-    assert len(rows) == 8
-    top = rows[0]
-    assert top["spans"] == 6 and top["runs"] == 2
-    assert set(top["example_trace_ids"]) == {trace_id(B, "r-div"), trace_id(B, "r-cont")}
+    assert rows[0]["tool_name"] == "reprice" and rows[0]["runs"] == 1
+    assert rows[0]["example_trace_ids"] == [trace_id(B, "r-silent")]
+
+
+def test_guard_refusals_give_the_reason_and_whether_the_agent_recovered(traces: Forensics) -> None:
+    """guard_refusals: every refusal with its subject; recovered only by the same agent's later accepted call."""
+    rows = traces.run("guard_refusals")
+    assert len(rows) == 12
+    recovered = [r for r in rows if r["recovered"]]
+    assert project(recovered, "run_id", "agent_id", "reason", "subject_kind", "subject", "recovery_span_id") == {
+        ("r-rec", "lead", c.OUTCOME_CONSTRAINT_MISSING, "task", "R3", span_id(B, "r-rec", 282)),
+    }
+    by_reason = {(r["run_id"], r["reason"], r["subject_kind"]) for r in rows}
+    assert ("r-del", c.OUTCOME_CONSTRAINT_MISSING, "task") in by_reason
+    assert ("r-idem", c.OUTCOME_DUPLICATE_REQUEST, "idempotency_key") in by_reason
+    assert ("r-plan", c.OUTCOME_PLAN_EXPIRED, "plan") in by_reason
+    assert ("r-obj", c.OUTCOME_STALE_POLICY, "objective") in by_reason
+    assert sum(1 for r in rows if r["reason"] == c.OUTCOME_REJECTED_STALE_VERSION) == 6
+    assert rows[-1]["recovered"], "unrecovered refusals come first"
 
 
 def test_readback_mismatches_finds_the_one_mismatch(traces: Forensics) -> None:
@@ -190,14 +201,44 @@ def test_report_counts_every_question_and_points_to_the_detail_command(traces: F
     report = traces.report()
     counts = {s.question.name: s.count for s in report.sections}
     assert list(counts) == list(QUESTION_NAMES)
-    assert counts == {"bad_outcome_successes": 8, "divergent_reads": 3, "lost_updates": 4,
+    assert counts == {"bad_outcome_successes": 2, "divergent_reads": 3, "lost_updates": 4,
                       "constraint_loss_by_hop": 3, "waivers_by_hop": 1, "readback_mismatches": 1,
                       "unpersisted_writes": 1, "stale_sends": 2, "stale_holders": 2, "idempotency_conflicts": 4,
-                      "plan_violations": 4, "contention": 3}
-    assert report.findings == sum(counts.values()) - counts["waivers_by_hop"]
+                      "plan_violations": 4, "contention": 3, "guard_refusals": 12}
+    assert report.findings == sum(counts.values()) - counts["waivers_by_hop"] - counts["guard_refusals"]
+    assert report.records == counts["waivers_by_hop"] + counts["guard_refusals"]
     text = report.render("table")
     assert "outcome-telemetry forensics constraint_loss_by_hop" in text
     assert "C3" in text
+
+
+def test_text_report_leads_with_critical_fits_100_columns_and_says_what_to_do(traces: Forensics) -> None:
+    """render(): severity groups in order, no line over 100 columns, a next step and command per question."""
+    text = traces.report().render("table")
+    lines = text.splitlines()
+    assert max(len(line) for line in lines) <= 100
+    headings = [line for line in lines if line in ("CRITICAL", "WARNING", "RECORD")]
+    assert headings == ["CRITICAL", "WARNING", "RECORD"]
+    order = [line.split(":")[0][3:] for line in lines if line.startswith("== ")]
+    assert order[0] == "bad_outcome_successes" and order[-2:] == ["waivers_by_hop", "guard_refusals"]
+    for name in order:
+        block = text.split(f"== {name}:")[1].split("\n== ")[0]
+        assert "   next: " in block
+        assert f"rows: outcome-telemetry forensics {name} " in block
+    assert "2 finding(s)" in text.split("== bad_outcome_successes:")[1].splitlines()[0]
+    assert "12 record(s)" in text.split("== guard_refusals:")[1].splitlines()[0]
+
+
+def test_long_values_are_cut_in_the_table_and_full_in_json(traces: Forensics) -> None:
+    """A value longer than a line is wrapped or cut in text, and whole in --format json."""
+    from telemetry.forensics.report import format_rows
+
+    long_key = "k/" + "x" * 300
+    rows = [{"state_key": long_key, "agent_id": "a"}]
+    table = format_rows(rows, ["state_key", "agent_id"], "table")
+    assert max(len(line) for line in table.splitlines()) <= 100
+    assert long_key not in table.replace("\n", "")
+    assert json.loads(format_rows(rows, ["state_key", "agent_id"], "json"))[0]["state_key"] == long_key
 
 
 def test_relation_returns_a_duckdb_relation_for_further_sql(traces: Forensics) -> None:
