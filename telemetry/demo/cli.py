@@ -14,6 +14,7 @@ from .. import conventions as c
 from .alerting import FiringAlert, samples_from_registry, would_fire
 from ..exceptions import ConfigurationError
 from ..forensics import QUESTION_NAMES, open_traces
+from ..forensics.html import write_html
 from ..runtime.resources import data_dir
 from .manifest import score
 from .report import Findings, print_report
@@ -29,7 +30,7 @@ scenarios: """ + ", ".join(SCENARIOS) + """
 Each scenario forces one failure story. Guarded, the guard refuses it at call time and the
 scripted agent recovers; legacy, it goes through "green" and only the telemetry shows it.
 The run leaves in --out: traces/ (OTLP JSON lines), one SQLite file per mode, manifest.json
-(the ground truth of what was injected); a second run into the same folder replaces them. The exit status is 1 when forensics does not find
+(the ground truth of what was injected), report.html (the forensics report as one page); a second run into the same folder replaces them. The exit status is 1 when forensics does not find
 exactly what the manifest says (precision and recall both 1).
 
 examples:
@@ -110,6 +111,7 @@ def main(argv: list[str] | None = None) -> int:
         result.runtime.force_flush()
     with open_traces([result.traces_dir]) as forensics:
         rows = {name: forensics.run(name) for name in QUESTION_NAMES}
+        html_report = write_html(forensics, result.out_dir / "report.html")
     findings = Findings(rows, score(result.manifest, rows))
     alerts: list[FiringAlert] | None = None
     skipped = "--no-alerts" if ns.no_alerts else None
@@ -123,6 +125,7 @@ def main(argv: list[str] | None = None) -> int:
     else:
         print_report(result, findings, alerts, skipped, sys.stdout)
         print(audit_summary())
+        print(f"HTML report: {html_report}")
     ok = findings.score.precision == 1.0 and findings.score.recall == 1.0
     if ns.serve and result.runtime is not None:
         try:  # the instructions inside the try: a Ctrl-C right after they print is a clean stop too
@@ -153,6 +156,7 @@ def _summary(result: CrewResult, findings: Findings, alerts: list[FiringAlert] |
         ],
         "alerts": None if alerts is None else [{"name": a.name, "severity": a.severity, c.LABEL_TOOL: a.tool} for a in alerts],
         "alerts_skipped": skipped,
+        "html_report": str(result.out_dir / "report.html"),
     }
 
 

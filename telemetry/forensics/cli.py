@@ -17,6 +17,7 @@ from typing import Optional, Sequence
 
 from ..exceptions import ForensicsInputError
 from .api import open_traces
+from .html import validate_trace_url, write_html
 from .ingest import ingest
 from .loading import MAX_LINE_BYTES, Progress, stderr_progress
 from .questions import QUESTION_NAMES, all_questions, question
@@ -77,9 +78,17 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--list", action="store_true", help="list the questions with one-line descriptions")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
-    _common(commands.add_parser("report", help="run every question and print a summary",
-                                description="Run every question; print what was found, how many, the "
-                                            "worst examples and the command for detail."))
+    report_parser = commands.add_parser(
+        "report", help="run every question and print a summary (--html for a page)",
+        description="Run every question; print what was found by severity, how many, the worst "
+                    "examples, what to do next and the command for the rows. --html FILE also writes "
+                    "one self-contained HTML page (no script, nothing fetched) with chain diagrams, "
+                    "state-key timelines and per-tool bars.")
+    _common(report_parser)
+    report_parser.add_argument("--html", metavar="FILE", help="also write the report as one self-contained HTML file")
+    report_parser.add_argument("--trace-url", metavar="TEMPLATE",
+                               help="with --html: link trace ids through this URL, which must contain {trace_id} "
+                                    "(e.g. http://localhost:16686/trace/{trace_id} for Jaeger)")
     ingest_parser = commands.add_parser(
         "ingest", help="convert JSON lines to Parquet (incremental)",
         description="Convert trace files to Parquet parts in DIR once; files already ingested (same "
@@ -112,8 +121,15 @@ def _run(args: argparse.Namespace) -> int:
         for warning in traces.evidence.warnings():
             print(f"warning: {warning}", file=sys.stderr)
         if args.command == "report":
+            if args.trace_url is not None:
+                if not args.html:
+                    raise ForensicsInputError("--trace-url needs --html FILE (links are only made in the HTML page)")
+                validate_trace_url(args.trace_url)
             report = traces.report(progress=progress)
             print(report.render(args.format))
+            if args.html:
+                written = write_html(traces, args.html, trace_url=args.trace_url)
+                print(f"HTML report: {written}", file=sys.stderr)
             findings = report.findings
         else:
             q = question(args.command)

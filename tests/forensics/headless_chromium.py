@@ -1,0 +1,181 @@
+"""A minimal DevTools-protocol client for Debian's headless ``chromium`` over ``--remote-debugging-pipe``.
+
+The pipe (fd 3 in, fd 4 out, NUL-terminated JSON) needs no port, so nothing listens on the
+network; every wait is bounded by a deadline and the browser dies with the test. Used to load a
+page, collect console errors, exceptions and requests, evaluate DOM checks and take a
+screenshot. In CI (``CI=true``) a missing chromium fails; elsewhere the tests skip saying what
+to install.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import select
+import shutil
+import struct
+import subprocess
+import tempfile
+import time
+import zlib
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+         "--disable-component-update", "--disable-sync", "--no-first-run", "--remote-debugging-pipe",
+         "--window-size=1280,2000"]
+
+
+def chromium_or_skip() -> str:
+    found = shutil.which("chromium") or ("/usr/bin/chromium" if os.path.exists("/usr/bin/chromium") else None)
+    if found is None:
+        if os.environ.get("CI") == "true":
+            pytest.fail("chromium is not installed; .ci/run must apt-get install chromium")
+        pytest.skip("headless Chromium not found: apt-get install chromium")
+    return found
+
+
+class Browser:
+    """One headless Chromium, one page, driven over the DevTools pipe."""
+
+    def __init__(self, timeout: float = 60.0) -> None:
+        self.timeout = timeout
+        self.profile = tempfile.mkdtemp(prefix="ot-chromium-")
+        to_child_r, self._to_child = os.pipe()
+        self._from_child, from_child_w = os.pipe()
+
+        def wire() -> None:  # runs in the child: fd 3 reads commands, fd 4 writes replies
+            os.dup2(to_child_r, 3)
+            os.dup2(from_child_w, 4)
+
+        self.proc = subprocess.Popen([chromium_or_skip(), *FLAGS, f"--user-data-dir={self.profile}", "about:blank"],
+                                     preexec_fn=wire, close_fds=False, stdout=subprocess.DEVNULL,
+                                     stderr=subprocess.DEVNULL)
+        os.close(to_child_r)
+        os.close(from_child_w)
+        self._buffer = b""
+        self._next = 0
+        self.events: list[dict[str, Any]] = []
+        target = self.call("Target.createTarget", {"url": "about:blank"})["targetId"]
+        self.session = self.call("Target.attachToTarget", {"targetId": target, "flatten": True})["sessionId"]
+        for domain in ("Runtime", "Log", "Page", "Network"):
+            self.call(f"{domain}.enable", session=True)
+
+    def _read_message(self, deadline: float) -> dict[str, Any]:
+        while b"\0" not in self._buffer:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError("chromium did not answer in time")
+            ready, _, _ = select.select([self._from_child], [], [], left)
+            if ready:
+                chunk = os.read(self._from_child, 1 << 20)
+                if not chunk:
+                    raise RuntimeError("chromium closed the DevTools pipe")
+                self._buffer += chunk
+        raw, _, self._buffer = self._buffer.partition(b"\0")
+        message: dict[str, Any] = json.loads(raw)
+        return message
+
+    def call(self, method: str, params: dict[str, Any] | None = None, *, session: bool = False) -> dict[str, Any]:
+        self._next += 1
+        message: dict[str, Any] = {"id": self._next, "method": method, "params": params or {}}
+        if session:
+            message["sessionId"] = self.session
+        os.write(self._to_child, json.dumps(message).encode() + b"\0")
+        deadline = time.monotonic() + self.timeout
+        while True:
+            reply = self._read_message(deadline)
+            if reply.get("id") == self._next:
+                if "error" in reply:
+                    raise RuntimeError(f"{method}: {reply['error']}")
+                result: dict[str, Any] = reply.get("result", {})
+                return result
+            if "method" in reply:
+                self.events.append(reply)
+
+    def load(self, url: str) -> None:
+        self.call("Page.navigate", {"url": url}, session=True)
+        deadline = time.monotonic() + self.timeout
+        while not any(e["method"] == "Page.loadEventFired" for e in self.events):
+            self.events.append(self._read_message(deadline))
+
+    def evaluate(self, expression: str) -> Any:
+        result = self.call("Runtime.evaluate", {"expression": expression, "returnByValue": True}, session=True)
+        return result["result"].get("value")
+
+    def screenshot(self) -> bytes:
+        data = self.call("Page.captureScreenshot", {"format": "png"}, session=True)["data"]
+        return base64.b64decode(data)
+
+    def errors(self) -> list[dict[str, Any]]:
+        """Console errors, uncaught exceptions, error log entries and JavaScript dialogs seen so far."""
+        out = []
+        for e in self.events:
+            p = e.get("params", {})
+            if e["method"] == "Runtime.exceptionThrown" or e["method"] == "Page.javascriptDialogOpening":
+                out.append(e)
+            elif e["method"] == "Runtime.consoleAPICalled" and p.get("type") in ("error", "assert"):
+                out.append(e)
+            elif e["method"] == "Log.entryAdded" and p.get("entry", {}).get("level") == "error":
+                out.append(e)
+        return out
+
+    def requested_urls(self) -> list[str]:
+        return [e["params"]["request"]["url"] for e in self.events if e["method"] == "Network.requestWillBeSent"]
+
+    def close(self) -> None:
+        try:
+            self.call("Browser.close")
+        except Exception:
+            pass
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait(timeout=10)
+        os.close(self._to_child)
+        os.close(self._from_child)
+        shutil.rmtree(self.profile, ignore_errors=True)
+
+
+def png_pixels(png: bytes) -> tuple[int, int, list[bytes]]:
+    """Decode an 8-bit RGB/RGBA PNG into (width, height, rows of raw pixel bytes)."""
+    assert png[:8] == b"\x89PNG\r\n\x1a\n"
+    pos, idat, width = 8, b"", 0
+    height = depth = colour = 0
+    while pos < len(png):
+        length, kind = struct.unpack(">I4s", png[pos:pos + 8])
+        body = png[pos + 8:pos + 8 + length]
+        if kind == b"IHDR":
+            width, height, depth, colour = struct.unpack(">IIBB", body[:10])
+        elif kind == b"IDAT":
+            idat += body
+        pos += 12 + length
+    assert depth == 8 and colour in (2, 6), (depth, colour)
+    bpp = 3 if colour == 2 else 4
+    raw, stride, rows, prev = zlib.decompress(idat), width * bpp, [], bytearray(width * bpp)
+    for y in range(height):
+        kind, line = raw[y * (stride + 1)], bytearray(raw[y * (stride + 1) + 1:(y + 1) * (stride + 1)])
+        for i in range(stride):
+            a = line[i - bpp] if i >= bpp else 0
+            b = prev[i]
+            c = prev[i - bpp] if i >= bpp else 0
+            if kind == 1:
+                line[i] = (line[i] + a) & 255
+            elif kind == 2:
+                line[i] = (line[i] + b) & 255
+            elif kind == 3:
+                line[i] = (line[i] + (a + b) // 2) & 255
+            elif kind == 4:
+                pa, pb, pc = abs(b - c), abs(a - c), abs(a + b - 2 * c)
+                line[i] = (line[i] + (a if pa <= pb and pa <= pc else b if pb <= pc else c)) & 255
+        rows.append(bytes(line))
+        prev = line
+    return width, height, rows
+
+
+def file_url(path: Path) -> str:
+    return path.resolve().as_uri()
