@@ -1,5 +1,6 @@
 """Instrumented tools shared by the alerting tests and the app the end-to-end test scrapes:
-a healthy read, a write whose read-back matches, and a write that returns 200 with a bad outcome."""
+a healthy read, a write whose read-back matches, and a write that says done while its outcome check finds it
+was not (a silent failure)."""
 
 from __future__ import annotations
 
@@ -23,6 +24,12 @@ def write_state(key: str, value: str) -> dict[str, Any]:
     return {"ok": True}
 
 
-@telemetry.instrument_tool(kind="write")
+def _price_applied(call: Any, result: dict[str, Any]) -> str | None:
+    """The outcome check: the price never reached the catalog, whatever the result said."""
+    return c.OUTCOME_POSTCONDITION_FAILED
+
+
+@telemetry.instrument_tool(kind="write", outcome=_price_applied)
 def set_price(sku: str, price: float) -> dict[str, Any]:
-    return {"ok": False, "error": c.OUTCOME_POSTCONDITION_FAILED}
+    """Says done; the outcome check finds it was not: a silent failure."""
+    return {"ok": True}

@@ -75,7 +75,7 @@ def test_only_good_outcomes_fire_nothing(promtool: str) -> None:
 
 
 def test_bad_outcome_behind_a_200_pages_for_that_tool_only(promtool: str) -> None:
-    """A tool returning {"ok": False, "error": "postcondition_failed"} fires ToolBadOutcomeSuccess for it, nothing for the good tools."""
+    """A tool that says done while its outcome check says postcondition_failed pages for it, nothing for the good tools."""
     with capture() as cap:
         good_traffic()
         for n in range(CALLS):
@@ -85,7 +85,8 @@ def test_bad_outcome_behind_a_200_pages_for_that_tool_only(promtool: str) -> Non
     assert [(a.tool, a.labels[c.LABEL_OUTCOME], a.severity) for a in page] == [
         ("set_price", c.OUTCOME_POSTCONDITION_FAILED, c.SEVERITY_CRITICAL)
     ]
-    assert page[0].summary == "set_price returned ok but its outcome was postcondition_failed"
+    assert page[0].summary == "set_price told its caller success but the outcome was postcondition_failed"
+    assert cap.sample(c.METRIC_SILENT_FAILURES_TOTAL, {c.LABEL_TOOL: "set_price", c.LABEL_OUTCOME: c.OUTCOME_POSTCONDITION_FAILED}) == CALLS
     assert "bad_outcome_successes" in page[0].annotations["forensics"]
     assert not [a for a in alerts if a.tool in ("read_state", "write_state")], alerts
 
@@ -128,6 +129,26 @@ def _calls(tool: str, outcome: str, value: float) -> Sample:
     return Sample(c.METRIC_TOOL_CALLS_TOTAL, labels, value, None, None)
 
 
+def _silent(tool: str, outcome: str, value: float) -> Sample:
+    return Sample(c.METRIC_SILENT_FAILURES_TOTAL, {c.LABEL_TOOL: tool, c.LABEL_OUTCOME: outcome}, value, None, None)
+
+
+def test_an_error_envelope_the_caller_was_told_about_does_not_page(promtool: str) -> None:
+    """{"ok": False, "error": ...} is counted as a bad outcome but not as silent: no page, no budget burn."""
+    @telemetry.instrument_tool(kind="write", name="told_write")
+    def told_write() -> dict[str, Any]:
+        return {"ok": False, "error": c.OUTCOME_POSTCONDITION_FAILED}
+
+    with capture() as cap:
+        good_traffic()
+        for n in range(CALLS):
+            told_write()
+    assert cap.calls("told_write", outcome=c.OUTCOME_POSTCONDITION_FAILED) == CALLS
+    assert cap.sample(c.METRIC_SILENT_FAILURES_TOTAL, {c.LABEL_TOOL: "told_write", c.LABEL_OUTCOME: c.OUTCOME_POSTCONDITION_FAILED}) in (None, 0)
+    alerts = would_fire(samples_from_registry(cap.registry), promtool=promtool)
+    assert not [a for a in alerts if a.severity == c.SEVERITY_CRITICAL], alerts
+
+
 def test_a_burst_stays_a_burst_and_the_window_decides_which_for_can_elapse(promtool: str) -> None:
     """A short window shows a waiver burst as a spike and keeps long-for burns pending; a long one shows a trickle."""
     run = [
@@ -135,6 +156,7 @@ def test_a_burst_stays_a_burst_and_the_window_decides_which_for_can_elapse(promt
         Sample(c.METRIC_CONSTRAINT_WAIVERS_TOTAL, {c.LABEL_TOOL: "delegate_task"}, 12, None, None),
         _calls("charge", c.OUTCOME_OK, 50),
         _calls("charge", c.OUTCOME_TOOL_ERROR, 10),
+        _silent("charge", c.OUTCOME_TOOL_ERROR, 10),
     ]
     short = fired(would_fire(run, promtool=promtool))
     assert (c.ALERT_CONSTRAINT_WAIVER_SPIKE, "delegate_task") in short
@@ -166,10 +188,10 @@ def test_replay_document_shape() -> None:
 def test_awkward_label_values_survive_promtool_quoting(promtool: str) -> None:
     """Quotes, backslashes, commas, braces, newlines and non-ASCII in a label come back exactly as sent."""
     tool = 'we"ird\\tool, {x="1"}\nnæste ✓'
-    alerts = would_fire([_calls(tool, c.OUTCOME_NOT_FOUND, 5)], promtool=promtool)
+    alerts = would_fire([_calls(tool, c.OUTCOME_NOT_FOUND, 5), _silent(tool, c.OUTCOME_NOT_FOUND, 5)], promtool=promtool)
     page = [a for a in alerts if a.name == c.ALERT_BAD_OUTCOME_SUCCESS]
     assert [a.tool for a in page] == [tool]
-    assert page[0].summary == f"{tool} returned ok but its outcome was not_found"
+    assert page[0].summary == f"{tool} told its caller success but the outcome was not_found"
 
 
 def test_promtool_errors_are_reported_not_read_as_no_alerts(promtool: str, tmp_path: Path) -> None:
@@ -227,5 +249,5 @@ def test_impossible_counter_values_are_refused(value: float) -> None:
 def test_promtool_path_is_used_when_given(promtool: str) -> None:
     """An explicit promtool path works the same as the one on PATH."""
     assert os.path.isabs(promtool)
-    alerts = would_fire([_calls("t", c.OUTCOME_TOOL_ERROR, 5)], promtool=Path(promtool))
+    alerts = would_fire([_calls("t", c.OUTCOME_TOOL_ERROR, 5), _silent("t", c.OUTCOME_TOOL_ERROR, 5)], promtool=Path(promtool))
     assert (c.ALERT_BAD_OUTCOME_SUCCESS, "t") in fired(alerts)

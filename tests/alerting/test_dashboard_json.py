@@ -17,7 +17,11 @@ MIN_SCHEMA_VERSION = 39
 """Grafana 11.0's schema version; the file uses a newer one (Grafana 12)."""
 REQUIRED_PANELS = {
     "Calls by transport and outcome",
-    "200 with bad outcome, by tool and outcome",
+    "Silent failures, by tool and outcome",
+    "Silent failures by tool",
+    "Refusals by reason",
+    "Spans dropped, by exporter and reason",
+    "Toolkit internal errors, by stage",
     "Read-back match ratio",
     "Rejected writes by reason",
     "Constraint waivers",

@@ -31,7 +31,7 @@ def chain_svg(tasks: Sequence[Mapping[str, Any]], losses: Sequence[Mapping[str, 
     by_hop: dict[int, list[Mapping[str, Any]]] = {}
     for task in tasks:
         by_hop.setdefault(int(task["hop"] or 0), []).append(task)
-    lost_at = {}
+    lost_at: dict[str, list[str]] = {}
     for loss in losses:
         lost_at.setdefault(text_of(loss.get("dropped_task_id")), []).append(text_of(loss.get("constraint_id")))
     where: dict[str, tuple[int, int]] = {}

@@ -1,0 +1,117 @@
+"""The page and the query agree: ToolBadOutcomeSuccess (promtool over the shipped rules) and
+`forensics bad_outcome_successes` name exactly the same (tool, outcome) pairs for the same calls.
+
+Calls are generated (hypothesis) through real instrumented tools, exported to real trace files
+and counted in a real registry; the demo's guarded and legacy counters are replayed too.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from prometheus_client import CollectorRegistry
+
+import telemetry
+from telemetry import conventions as c
+from telemetry.demo.alerting import samples_from_registry, would_fire
+from telemetry.demo.runner import run_crew
+from telemetry.forensics import open_traces
+from telemetry.instrument import current_call
+
+BEHAVIOURS = ("ok", "envelope", "refusal", "outcome_check", "readback_mismatch", "set_outcome", "forced", "raises", "http_500")
+"""What one call does. Silent: outcome_check, readback_mismatch, set_outcome. Told: the rest."""
+
+
+def _result(behaviour: str) -> Any:
+    if behaviour == "envelope":
+        return {"ok": False, "error": c.OUTCOME_TOOL_ERROR}
+    if behaviour == "refusal":
+        return {"ok": False, "error": c.OUTCOME_REJECTED_STALE_VERSION}
+    if behaviour == "http_500":
+        return {"status_code": 500}
+    if behaviour == "raises":
+        raise RuntimeError("boom")
+    if behaviour == "set_outcome":
+        current_call().set_outcome(c.OUTCOME_NOT_FOUND)
+    if behaviour == "forced":
+        current_call().set_outcome(c.OUTCOME_FORCED)
+    return {"ok": True, "behaviour": behaviour}
+
+
+def _check(call: Any, result: Any) -> str | None:
+    return c.OUTCOME_POSTCONDITION_FAILED if isinstance(result, dict) and result.get("behaviour") == "outcome_check" else None
+
+
+def _readback(call: Any, result: Any) -> bool | None:
+    return False if isinstance(result, dict) and result.get("behaviour") == "readback_mismatch" else True
+
+
+def _tools() -> dict[str, Any]:
+    out = {}
+    for name in ("alpha", "beta", "gamma"):
+        def tool(behaviour: str) -> Any:
+            return _result(behaviour)
+        out[name] = telemetry.instrument_tool(tool, name=name, kind="write", outcome=_check, readback=_readback)
+    return out
+
+
+def _run(calls: list[tuple[str, str]], traces: Path) -> list[Any]:
+    """Make the calls under a real runtime; return the final samples (read before shutdown)."""
+    runtime = telemetry.configure(service_name="agree", traces_dir=traces, registry=CollectorRegistry())
+    tools = _tools()
+    try:
+        for name, behaviour in calls:
+            try:
+                tools[name](behaviour)
+            except RuntimeError:
+                pass
+        runtime.force_flush()
+        return samples_from_registry(runtime.registry)
+    finally:
+        runtime.shutdown()
+
+
+def _paged(samples: list[Any]) -> set[tuple[str | None, str | None]]:
+    return {(a.tool, a.labels.get(c.LABEL_OUTCOME)) for a in would_fire(samples)
+            if a.name == c.ALERT_BAD_OUTCOME_SUCCESS}
+
+
+def _queried(traces: Path) -> set[tuple[str | None, str | None]]:
+    with open_traces([traces]) as f:
+        return {(r["tool_name"], r["outcome"]) for r in f.run("bad_outcome_successes")}
+
+
+@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.tuples(st.sampled_from(("alpha", "beta", "gamma")), st.sampled_from(BEHAVIOURS)), min_size=1, max_size=40))
+def test_the_alert_and_the_query_name_the_same_silent_failures(tmp_path_factory: pytest.TempPathFactory,
+                                                              calls: list[tuple[str, str]]) -> None:
+    """For any mix of told and silent failures, promtool's pages equal the query's (tool, outcome) rows."""
+    traces = tmp_path_factory.mktemp("agree")
+    samples = _run(calls, traces)
+    expected = {(name, {"outcome_check": c.OUTCOME_POSTCONDITION_FAILED, "readback_mismatch": c.OUTCOME_READBACK_MISMATCH,
+                        "set_outcome": c.OUTCOME_NOT_FOUND}[b]) for name, b in calls
+                if b in ("outcome_check", "readback_mismatch", "set_outcome")}
+    assert _queried(traces) == expected
+    assert _paged(samples) == expected
+
+
+@pytest.mark.slow
+def test_the_demo_counters_through_the_shipped_rules(tmp_path: Path) -> None:
+    """Guarded crew: nothing critical. Legacy crew: ToolBadOutcomeSuccess for the wrong-collection repricing."""
+    guarded = run_crew(tmp_path / "g", modes=["guarded"])
+    assert guarded.registry is not None
+    critical = [a for a in would_fire(samples_from_registry(guarded.registry)) if a.severity == c.SEVERITY_CRITICAL]
+    assert critical == [], critical
+    legacy = run_crew(tmp_path / "l", modes=["legacy"])
+    assert legacy.registry is not None
+    alerts = would_fire(samples_from_registry(legacy.registry))
+    pages = {(a.name, a.tool) for a in alerts if a.severity == c.SEVERITY_CRITICAL}
+    assert (c.ALERT_BAD_OUTCOME_SUCCESS, "legacy_reprice_collection") in pages
+    assert {a.tool for a in alerts if a.name == c.ALERT_BAD_OUTCOME_SUCCESS} == {"legacy_reprice_collection"}
+    with open_traces([legacy.traces_dir]) as f:
+        assert {(r["tool_name"], r["outcome"]) for r in f.run("bad_outcome_successes")} == {
+            ("legacy_reprice_collection", c.OUTCOME_POSTCONDITION_FAILED)}
