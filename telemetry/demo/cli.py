@@ -124,8 +124,8 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(_summary(result, findings, alerts, skipped), indent=2, default=str))
     else:
         print_report(result, findings, alerts, skipped, sys.stdout)
-        print(audit_summary())
         print(f"HTML report: {html_report}")
+        print(audit_summary())
     ok = findings.score.precision == 1.0 and findings.score.recall == 1.0
     if ns.serve and result.runtime is not None:
         try:  # the instructions inside the try: a Ctrl-C right after they print is a clean stop too

@@ -61,7 +61,9 @@ def assert_stale_write_story(path: Path, run_id: str) -> None:
         ).fetchall()
     assert runs == [(run_id,)], runs
     found = findings(path)
-    refused = [r for r in found["bad_outcome_successes"] if r["outcome"] == c.OUTCOME_REJECTED_STALE_VERSION]
-    assert [(r["tool_name"], r["spans"], r["runs"]) for r in refused] == [("write_state", 1, 1)], refused
+    refused = found["guard_refusals"]
+    assert [(r["tool_name"], r["reason"], r["run_id"], r["recovered"]) for r in refused] == [
+        ("write_state", c.OUTCOME_REJECTED_STALE_VERSION, run_id, True)], refused
+    assert found["bad_outcome_successes"] == [], "a refusal the agent was told about is not a silent failure"
     assert [(r["state_key"], r["rejected"]) for r in found["contention"]] == [(KEY, 1)]
     assert found["lost_updates"] == []
