@@ -47,11 +47,7 @@ def _hostile_traces(folder: Path) -> Path:
     b.add("r-x", "read_state", c.KIND_READ, "other", 2, attrs=attrs(STATE_KEY=HOSTILE_KEY, STATE_VERSION_READ="v1"))
     b.add("r-x", "legacy_write", c.KIND_WRITE, "other", 3, attrs=attrs(STATE_KEY=HOSTILE_KEY, STATE_VERSION_WRITTEN="v2"))
     b.add("r-x", "legacy_write", c.KIND_WRITE, HOSTILE_AGENT, 4, attrs=attrs(STATE_KEY=HOSTILE_KEY, STATE_VERSION_WRITTEN="v3"))
-    path = b.write(folder / "hostile.jsonl")
-    # A trace id built to break out of an href (the loader keeps ids as text, lower-cased).
-    text = path.read_text().replace(b.spans[-1].trace_id, HOSTILE_TRACE)
-    path.write_text(text)
-    return path
+    return b.write(folder / "hostile.jsonl")
 
 
 def test_page_is_self_contained_with_no_script_and_no_external_reference(page: Path) -> None:
@@ -93,12 +89,22 @@ def test_hostile_values_are_escaped_and_trace_links_encoded(tmp_path: Path, brow
     assert "<script" not in text and "<img" not in text
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in text
     assert "&quot;&gt;&lt;img src=x onerror=alert(2)&gt;" in text
-    assert 'href="https://grafana.example/explore?trace=javascript%3Aalert%283%29"' in text
+    assert re.search(r'href="https://grafana\.example/explore\?trace=[0-9a-f]{32}"', text)
     assert 'href="javascript' not in text
     browser.load(file_url(out))
     assert browser.errors() == []
     assert browser.evaluate("document.querySelectorAll('script, img, iframe').length") == 0
     assert HOSTILE_AGENT in browser.evaluate("document.body.innerText")
+
+
+def test_a_hostile_trace_id_is_percent_encoded_into_the_link() -> None:
+    """The loader refuses non-hex ids, and the link maker does not rely on it: the id is encoded and escaped."""
+    from telemetry.forensics.html import TraceLinks
+
+    html = TraceLinks("https://jaeger.example/trace/{trace_id}").link(HOSTILE_TRACE + '"><script>x</script>')
+    assert 'href="https://jaeger.example/trace/javascript%3Aalert%283%29%22%3E%3Cscript%3Ex%3C%2Fscript%3E"' in html
+    assert "<script>" not in html and "&lt;script&gt;" in html
+    assert TraceLinks(None).link(HOSTILE_TRACE) == "<code>javascript:alert(3)</code>"
 
 
 @pytest.mark.parametrize("template", [
@@ -125,11 +131,11 @@ def test_cli_trace_url_needs_html_and_exits_2(tmp_path: Path, capsys: pytest.Cap
     assert not (tmp_path / "r.html").exists()
 
 
-def test_evidence_summary_renders_the_load_report(page: Path) -> None:
-    """The evidence section shows what loading found (files, spans) and its warnings or their absence."""
+def test_evidence_summary_renders_the_evidence_object(page: Path) -> None:
+    """The evidence section shows what the answers rest on (files, spans read and kept) and its warnings or their absence."""
     text = page.read_text()
     evidence = text.split('id="evidence"')[1].split('id="findings"')[0]
-    assert "<dt>files</dt><dd>1</dd>" in evidence and "<dt>spans</dt>" in evidence
+    assert "<dt>files</dt><dd>1</dd>" in evidence and "<dt>spans read</dt><dd>64</dd>" in evidence
     assert "No loading warnings." in evidence
 
 

@@ -99,11 +99,15 @@ def table(rows: Sequence[Mapping[str, Any]], columns: Sequence[str], links: Trac
 def evidence(obj: Any) -> str:
     """A definition list of whatever evidence object loading produced.
 
-    It renders a dataclass's fields (lists as their count and first items) and, when the object
-    has a ``warnings()`` method, its warnings, so a richer evidence object shows without changes.
+    It renders the object's ``as_dict()`` (else a dataclass's fields; lists as their count and
+    first items, nested mappings as JSON) and, when it has a ``warnings()`` method, its warnings,
+    so whatever evidence loading gathers shows without changes here.
     """
     items: list[tuple[str, Any]] = []
-    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+    as_dict = getattr(obj, "as_dict", None)
+    if callable(as_dict):
+        items = list(as_dict().items())
+    elif dataclasses.is_dataclass(obj) and not isinstance(obj, type):
         items = [(f.name, getattr(obj, f.name)) for f in dataclasses.fields(obj)]
     elif isinstance(obj, Mapping):
         items = list(obj.items())
@@ -111,6 +115,8 @@ def evidence(obj: Any) -> str:
     for name, value in items:
         if isinstance(value, (list, tuple)):
             shown = f"{len(value)}" + (": " + ", ".join(text_of(v) for v in value[:5]) if value else "")
+        elif isinstance(value, Mapping):
+            shown = text_of(dict(value))
         elif dataclasses.is_dataclass(value) and not isinstance(value, type):
             shown = text_of(dataclasses.asdict(value))
         elif isinstance(value, float):

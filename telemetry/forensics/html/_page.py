@@ -51,6 +51,9 @@ def _findings(traces: Forensics, rows: dict[str, list[dict[str, Any]]], links: T
             found = rows[q.name]
             noun = "finding(s)" if q.is_finding else "record(s)"
             out.append(f'<section id="q-{esc(q.name)}"><h4>{esc(q.name)}: {len(found)} {noun}</h4><p>{esc(q.description)}</p>')
+            caveats = getattr(traces, "evidence", None)
+            for note in (caveats.caveats(q.name) if caveats is not None else []):
+                out.append(f'<p class="warn">note: {esc(note)}</p>')
             out.append(table(found[:MAX_ROWS], list(found[0]), links))
             if len(found) > MAX_ROWS:
                 out.append(f"<p>({len(found) - MAX_ROWS} more rows)</p>")
@@ -126,7 +129,7 @@ def render_html(traces: Forensics, *, trace_url: str | None = None) -> str:
         '<nav><a href="#evidence">evidence</a> · <a href="#findings">findings</a> · <a href="#chains">chains</a>'
         ' · <a href="#keys">state keys</a> · <a href="#tools">tools</a></nav>',
         '<h2 id="evidence">Evidence</h2>',
-        evidence(traces.load_report),
+        evidence(getattr(traces, "evidence", traces.load_report)),
     ]
     body += _findings(traces, rows, links)
     body += _chains(traces, rows["constraint_loss_by_hop"])
