@@ -251,10 +251,6 @@ METRIC_LABELS: Final = {
 }
 """Exposed metric name to its label names, in order."""
 
-HEALTH_METRIC_LABELS: Final = {
-    name: METRIC_LABELS[name] for name in (METRIC_SPANS_DROPPED_TOTAL, METRIC_INTERNAL_ERRORS_TOTAL)
-}
-"""The toolkit's own health counters (no ``tool`` label): dashboards show them unfiltered."""
 
 # The bounded label values of the toolkit's own health counters.
 EXPORTER_FILE: Final = "file"

@@ -12,9 +12,8 @@ from telemetry import conventions as c
 import shipped
 from promql_names import extract
 
-ALL_METRIC_LABELS = {**c.METRIC_LABELS, **c.HEALTH_METRIC_LABELS}
 HISTOGRAMS = {name for name in c.METRIC_LABELS if not name.endswith("_total")}
-RAW_METRICS = set(ALL_METRIC_LABELS) | {h + s for h in HISTOGRAMS for s in c.HISTOGRAM_SUFFIXES}
+RAW_METRICS = set(c.METRIC_LABELS) | {h + s for h in HISTOGRAMS for s in c.HISTOGRAM_SUFFIXES}
 TARGET_LABELS = (c.LABEL_JOB, c.LABEL_INSTANCE)
 LABEL_VALUES: dict[str, frozenset[str]] = {
     c.LABEL_TRANSPORT: frozenset(c.TRANSPORT_VALUES),
@@ -27,8 +26,8 @@ LABEL_VALUES: dict[str, frozenset[str]] = {
 
 def allowed_labels(metric: str) -> set[str]:
     """The labels a series of ``metric`` carries: its own, the target's, ``le`` on buckets."""
-    if metric in ALL_METRIC_LABELS:
-        return set(ALL_METRIC_LABELS[metric]) | set(TARGET_LABELS)
+    if metric in c.METRIC_LABELS:
+        return set(c.METRIC_LABELS[metric]) | set(TARGET_LABELS)
     for histogram in HISTOGRAMS:
         if metric.startswith(histogram) and metric[len(histogram):] in c.HISTOGRAM_SUFFIXES:
             extra = {c.LABEL_LE} if metric.endswith("_bucket") else set()
