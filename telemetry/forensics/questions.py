@@ -12,6 +12,20 @@ from functools import lru_cache
 from ..exceptions import ForensicsInputError
 from ..runtime.resources import data_file
 
+__all__ = [
+    "CRITICAL",
+    "INFORMATIONAL",
+    "NEXT_STEP",
+    "QUESTION_NAMES",
+    "RECORD",
+    "SEVERITIES",
+    "SEVERITY",
+    "WARNING",
+    "Question",
+    "all_questions",
+    "question",
+]
+
 QUESTION_NAMES: tuple[str, ...] = (
     "bad_outcome_successes",
     "lost_updates",

@@ -15,6 +15,8 @@ from .evidence import Evidence
 from .loading import LoadReport
 from .questions import SEVERITIES, Question
 
+__all__ = ["FORMATS", "WIDTH", "Format", "Report", "Section", "command_lines", "format_answer", "format_rows"]
+
 Format = Literal["table", "json", "csv"]
 FORMATS: tuple[Format, ...] = ("table", "json", "csv")
 _CELL_WIDTH = 40
