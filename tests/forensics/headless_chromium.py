@@ -10,6 +10,7 @@ to install.
 from __future__ import annotations
 
 import base64
+import fcntl
 import json
 import os
 import select
@@ -48,8 +49,12 @@ class Browser:
         self._from_child, from_child_w = os.pipe()
 
         def wire() -> None:  # runs in the child: fd 3 reads commands, fd 4 writes replies
-            os.dup2(to_child_r, 3)
-            os.dup2(from_child_w, 4)
+            # Move both ends above 4 first (either may already be fd 3 or 4), then place them;
+            # dup2 makes the copies inheritable, which os.pipe's ends are not.
+            high_r = fcntl.fcntl(to_child_r, fcntl.F_DUPFD, 10)
+            high_w = fcntl.fcntl(from_child_w, fcntl.F_DUPFD, 10)
+            os.dup2(high_r, 3)
+            os.dup2(high_w, 4)
 
         self.proc = subprocess.Popen([chromium_or_skip(), *FLAGS, f"--user-data-dir={self.profile}", "about:blank"],
                                      preexec_fn=wire, close_fds=False, stdout=subprocess.DEVNULL,
