@@ -99,66 +99,59 @@ WITH lines AS (
         from_json(json, '{"resourceSpans":[{"resource":{"attributes":[{"key":"VARCHAR","value":{"stringValue":"VARCHAR","boolValue":"VARCHAR","intValue":"VARCHAR","doubleValue":"VARCHAR","bytesValue":"VARCHAR","kvlistValue":"JSON","arrayValue":{"values":[{"stringValue":"VARCHAR","boolValue":"VARCHAR","intValue":"VARCHAR","doubleValue":"VARCHAR","bytesValue":"VARCHAR","kvlistValue":"JSON","arrayValue":"JSON"}]}}}]},"scopeSpans":[{"scope":{"name":"VARCHAR","version":"VARCHAR"},"spans":[{"traceId":"VARCHAR","spanId":"VARCHAR","parentSpanId":"VARCHAR","name":"VARCHAR","kind":"VARCHAR","startTimeUnixNano":"VARCHAR","endTimeUnixNano":"VARCHAR","attributes":[{"key":"VARCHAR","value":{"stringValue":"VARCHAR","boolValue":"VARCHAR","intValue":"VARCHAR","doubleValue":"VARCHAR","bytesValue":"VARCHAR","kvlistValue":"JSON","arrayValue":{"values":[{"stringValue":"VARCHAR","boolValue":"VARCHAR","intValue":"VARCHAR","doubleValue":"VARCHAR","bytesValue":"VARCHAR","kvlistValue":"JSON","arrayValue":"JSON"}]}}}],"status":{"code":"VARCHAR","message":"VARCHAR"}}]}]}]}') AS d
     FROM read_ndjson_objects(paths, filename = true, maximum_object_size = max_line_bytes)
 ),
--- Containers that parsed to NULL (omitted, null, or the wrong type) send the line to a look at
--- its raw text; a line with none (what our exporter writes) is parsed once.
+-- Every check is a filter that is true or raises: the parsed data flows on untouched (a CASE that
+-- returned the checked struct would copy every nested value once per check level). Containers that
+-- parsed to NULL (omitted, null, or the wrong type) send the line to a look at its raw text; a
+-- line with none (what our exporter writes) is parsed once.
 checked AS (
-    SELECT
-        source_file,
-        CASE
-            WHEN strlen(CAST(line AS VARCHAR)) > max_line_bytes
-                THEN otlp_refuse('a line is longer than --max-line-bytes (' || max_line_bytes || ' bytes)', source_file)
-            WHEN NOT otlp_suspicious(d) THEN d
-            WHEN otlp_wrong_type(line, '$.resourceSpans[*].scopeSpans', 'ARRAY')
-                THEN otlp_refuse('"scopeSpans" is not a list', source_file)
-            WHEN otlp_wrong_type(line, '$.resourceSpans[*].resource', 'OBJECT')
-                THEN otlp_refuse('"resource" is not an object', source_file)
-            WHEN otlp_wrong_type(line, '$.resourceSpans[*].resource.attributes', 'ARRAY')
-                THEN otlp_refuse('the resource "attributes" is not a list', source_file)
-            WHEN otlp_wrong_type(line, '$.resourceSpans[*].scopeSpans[*].spans', 'ARRAY')
-                THEN otlp_refuse('"spans" is not a list', source_file)
-            WHEN otlp_wrong_type(line, '$.resourceSpans[*].scopeSpans[*].scope', 'OBJECT')
-                THEN otlp_refuse('"scope" is not an object', source_file)
-            WHEN otlp_wrong_type(line, '$.resourceSpans[*].scopeSpans[*].spans[*].attributes', 'ARRAY')
-                THEN otlp_refuse('a span''s "attributes" is not a list', source_file)
-            ELSE d
-        END AS d
+    SELECT source_file, d.resourceSpans AS resource_spans
     FROM lines
+    WHERE CASE
+        WHEN strlen(CAST(line AS VARCHAR)) > max_line_bytes
+            THEN otlp_refuse('a line is longer than --max-line-bytes (' || max_line_bytes || ' bytes)', source_file)
+        WHEN d.resourceSpans IS NULL THEN otlp_refuse(
+            'a line is JSON but not an OTLP TracesData object (no "resourceSpans" array)', source_file)
+        WHEN NOT otlp_suspicious(d) THEN true
+        WHEN otlp_wrong_type(line, '$.resourceSpans[*].scopeSpans', 'ARRAY')
+            THEN otlp_refuse('"scopeSpans" is not a list', source_file)
+        WHEN otlp_wrong_type(line, '$.resourceSpans[*].resource', 'OBJECT')
+            THEN otlp_refuse('"resource" is not an object', source_file)
+        WHEN otlp_wrong_type(line, '$.resourceSpans[*].resource.attributes', 'ARRAY')
+            THEN otlp_refuse('the resource "attributes" is not a list', source_file)
+        WHEN otlp_wrong_type(line, '$.resourceSpans[*].scopeSpans[*].spans', 'ARRAY')
+            THEN otlp_refuse('"spans" is not a list', source_file)
+        WHEN otlp_wrong_type(line, '$.resourceSpans[*].scopeSpans[*].scope', 'OBJECT')
+            THEN otlp_refuse('"scope" is not an object', source_file)
+        WHEN otlp_wrong_type(line, '$.resourceSpans[*].scopeSpans[*].spans[*].attributes', 'ARRAY')
+            THEN otlp_refuse('a span''s "attributes" is not a list', source_file)
+        ELSE true
+    END
 ),
 resources AS (
-    SELECT
-        source_file,
-        unnest(CASE
-            WHEN d.resourceSpans IS NULL THEN otlp_refuse(
-                'a line is JSON but not an OTLP TracesData object (no "resourceSpans" array)', source_file)
-            ELSE d.resourceSpans
-        END) AS rs
-    FROM checked
+    SELECT source_file, unnest(resource_spans) AS rs FROM checked
 ),
 scopes AS (
     SELECT
         source_file,
-        CASE
-            WHEN rs IS NULL THEN otlp_refuse('an element of "resourceSpans" is not an object', source_file)
-            WHEN list_bool_or(list_transform(rs.resource.attributes, lambda a: otlp_bad_attribute(a)))
-                THEN otlp_refuse('a resource attribute is not {"key": ..., "value": {...}} with a value', source_file)
-            ELSE otlp_attributes(list_transform(rs.resource.attributes, lambda a: a.key),
-                                 list_transform(rs.resource.attributes, lambda a: otlp_scalar_text(a.value)),
-                                 list_transform(rs.resource.attributes, lambda a: CAST(NULL AS VARCHAR[])))
-        END AS resource_attributes,
+        otlp_attributes(list_transform(rs.resource.attributes, lambda a: a.key),
+                        list_transform(rs.resource.attributes, lambda a: otlp_scalar_text(a.value)),
+                        list_transform(rs.resource.attributes, lambda a: CAST(NULL AS VARCHAR[])))
+            AS resource_attributes,
         unnest(coalesce(rs.scopeSpans, [])) AS ss
     FROM resources
+    WHERE CASE
+        WHEN rs IS NULL THEN otlp_refuse('an element of "resourceSpans" is not an object', source_file)
+        WHEN list_bool_or(list_transform(rs.resource.attributes, lambda a: otlp_bad_attribute(a)))
+            THEN otlp_refuse('a resource attribute is not {"key": ..., "value": {...}} with a value', source_file)
+        ELSE true
+    END
 ),
 raw_spans AS (
-    SELECT
-        source_file,
-        resource_attributes,
-        CASE
-            WHEN ss IS NULL THEN otlp_refuse('an element of "scopeSpans" is not an object', source_file)
-            ELSE ss.scope.name
-        END AS scope_name,
-        ss.scope.version AS scope_version,
-        unnest(coalesce(ss.spans, [])) AS s
+    SELECT source_file, resource_attributes, ss.scope.name AS scope_name, ss.scope.version AS scope_version,
+           unnest(coalesce(ss.spans, [])) AS s
     FROM scopes
+    WHERE CASE WHEN ss IS NULL THEN otlp_refuse('an element of "scopeSpans" is not an object', source_file)
+               ELSE true END
 ),
 keyed AS (
     SELECT
@@ -166,30 +159,43 @@ keyed AS (
         resource_attributes,
         scope_name,
         scope_version,
-        CASE
-            WHEN s IS NULL THEN otlp_refuse('an element of "spans" is not an object', source_file)
-            WHEN NOT coalesce(regexp_full_match(s.traceId, '[0-9a-fA-F]{32}'), false)
-                THEN otlp_refuse('a span''s traceId is not 32 hex characters', source_file)
-            WHEN NOT coalesce(regexp_full_match(s.spanId, '[0-9a-fA-F]{16}'), false)
-                THEN otlp_refuse('a span''s spanId is not 16 hex characters', source_file)
-            WHEN NOT coalesce(s.parentSpanId = '' OR regexp_full_match(s.parentSpanId, '[0-9a-fA-F]{16}'), true)
-                THEN otlp_refuse('a span''s parentSpanId is not empty or 16 hex characters', source_file)
-            WHEN NOT (otlp_time_ok(s.startTimeUnixNano) AND otlp_time_ok(s.endTimeUnixNano))
-                THEN otlp_refuse('a span''s startTimeUnixNano or endTimeUnixNano is not an integer in [0, 2^63)',
-                                 source_file)
-            WHEN CAST(s.endTimeUnixNano AS UBIGINT) < CAST(s.startTimeUnixNano AS UBIGINT)
-                THEN otlp_refuse('a span ends before it starts', source_file)
-            WHEN list_bool_or(list_transform(s.attributes, lambda a: otlp_bad_attribute(a)))
-                THEN otlp_refuse('a span attribute is not {"key": ..., "value": {...}} with a value', source_file)
-            ELSE s
-        END AS s,
-        list_transform(s.attributes, lambda a: a.key) AS attribute_keys,
-        list_transform(s.attributes, lambda a: CASE WHEN a.value.arrayValue IS NULL THEN otlp_scalar_text(a.value) END)
-            AS attribute_values,
-        list_transform(s.attributes, lambda a: CASE WHEN a.value.arrayValue IS NOT NULL
+        s,
+        list_transform(coalesce(s.attributes, []), lambda a: a.key) AS attribute_keys,
+        list_transform(coalesce(s.attributes, []), lambda a: CASE WHEN a.value.arrayValue IS NULL
+            THEN otlp_scalar_text(a.value) END) AS attribute_values,
+        list_transform(coalesce(s.attributes, []), lambda a: CASE WHEN a.value.arrayValue IS NOT NULL
             THEN list_transform(coalesce(a.value.arrayValue."values", []), lambda x: otlp_scalar_text(x)) END)
-            AS attribute_arrays
+            AS attribute_arrays,
+        flatten(list_transform(s.attributes, lambda a: a.value.arrayValue."values")) AS array_elements
     FROM raw_spans
+),
+-- The span checks, on the lists just built (cheaper than a second walk over the attributes): an
+-- attribute is bad when it has no key (or is not an object), or neither a scalar value nor an
+-- array reads from it (exactly one of attribute_values[i], attribute_arrays[i] is set for a good
+-- one), or an element of its array is not an object. A NULL span fails the traceId test first
+-- and is named as what it is. A span without attributes has three empty lists (not NULL).
+valid AS (
+    SELECT * EXCLUDE (array_elements)
+    FROM keyed
+    WHERE CASE
+        WHEN NOT coalesce(regexp_full_match(s.traceId, '[0-9a-fA-F]{32}'), false)
+            THEN CASE WHEN s IS NULL THEN otlp_refuse('an element of "spans" is not an object', source_file)
+                      ELSE otlp_refuse('a span''s traceId is not 32 hex characters', source_file) END
+        WHEN NOT coalesce(regexp_full_match(s.spanId, '[0-9a-fA-F]{16}'), false)
+            THEN otlp_refuse('a span''s spanId is not 16 hex characters', source_file)
+        WHEN NOT coalesce(s.parentSpanId = '' OR regexp_full_match(s.parentSpanId, '[0-9a-fA-F]{16}'), true)
+            THEN otlp_refuse('a span''s parentSpanId is not empty or 16 hex characters', source_file)
+        WHEN NOT (otlp_time_ok(s.startTimeUnixNano) AND otlp_time_ok(s.endTimeUnixNano))
+            THEN otlp_refuse('a span''s startTimeUnixNano or endTimeUnixNano is not an integer in [0, 2^63)',
+                             source_file)
+        WHEN CAST(s.endTimeUnixNano AS UBIGINT) < CAST(s.startTimeUnixNano AS UBIGINT)
+            THEN otlp_refuse('a span ends before it starts', source_file)
+        WHEN list_count(attribute_keys) < len(attribute_keys)
+             OR list_count(attribute_values) + list_count(attribute_arrays) < len(attribute_keys)
+             OR list_count(array_elements) < len(array_elements)
+            THEN otlp_refuse('a span attribute is not {"key": ..., "value": {...}} with a value', source_file)
+        ELSE true
+    END
 ),
 typed AS (
     SELECT
@@ -269,7 +275,7 @@ typed AS (
         TRY_CAST(TRY_CAST(attribute_values[list_position(attribute_keys, 'plan.outside_target_changed_count')] AS DOUBLE)
             AS BIGINT) AS plan_outside_target_changed_count,
         attribute_values[list_position(attribute_keys, 'plan.binding_moved')] AS plan_binding_moved
-    FROM keyed
+    FROM valid
 )
 SELECT coalesce(conversation_id, trace_id) AS run_id, * FROM typed;
 
