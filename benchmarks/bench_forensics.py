@@ -6,7 +6,9 @@ Generates the span set (a templated writer: realistic crew runs, 64 spans a line
 planted incidents so every question has work), then measures in one run: the full ``report``
 from JSON lines, ``ingest`` to Parquet, the ``report`` from Parquet, and a plain Python loop that
 only ``json.loads`` every line. Prints a table and writes ``bench-output/forensics.json``.
-Each step runs in a fresh process and reports its wall time, CPU seconds and peak RSS.
+Each step runs in a fresh process and reports its wall time, CPU seconds and peak RSS; each report
+is also split into its steps (load, dedup, evidence, questions), each with its own peak RSS
+(Linux: ``VmHWM``, reset between steps).
 Targets: the JSON-lines report at most 0.5x the loop's wall time and 1x its CPU seconds; the
 Parquet report at most 1.5 s at 1M spans (12 s at 10M); the JSON report's peak RSS at most 1 GB
 whatever the span count.
@@ -145,6 +147,8 @@ def _child(fn: Callable[[], Any], trace_python: bool, conn: Any) -> None:
     cpu = time.process_time() - cpu_started
     peak = tracemalloc.get_traced_memory()[1] if trace_python else None
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    if isinstance(value, dict):  # a report split into steps resets the peak between them
+        rss = max([rss] + [int(s["peak_rss_mb"] * 1e6) for s in value["steps"]])
     conn.send((seconds, cpu, value, peak, rss))
     conn.close()
 
@@ -180,9 +184,45 @@ def json_loads_loop(path: Path) -> int:
     return count
 
 
-def _report(paths: list[Path]) -> int:
-    with open_traces(paths) as traces:
-        return sum(s.count for s in traces.report().sections)
+def _peak_rss_kb(reset: bool = False) -> int:
+    """This process's peak RSS so far (Linux ``VmHWM``); ``reset`` starts a new peak from now."""
+    with open("/proc/self/status", encoding="ascii") as status:
+        peak = next(int(line.split()[1]) for line in status if line.startswith("VmHWM:"))
+    if reset:
+        with open("/proc/self/clear_refs", "w", encoding="ascii") as refs:
+            refs.write("5")  # resets VmHWM to the current RSS
+    return peak
+
+
+class _Steps:
+    """Split one report into its steps from the loader's progress lines: wall, CPU and peak RSS each."""
+
+    MARKS = (("read ", "load (read + structure checks)"), ("loaded ", "dedup"))
+
+    def __init__(self) -> None:
+        self.rows: list[dict[str, Any]] = []
+        self._wall, self._cpu = time.perf_counter(), time.process_time()
+        _peak_rss_kb(reset=True)
+
+    def mark(self, step: str) -> None:
+        wall, cpu = time.perf_counter(), time.process_time()
+        self.rows.append({"step": step, "seconds": round(wall - self._wall, 3), "cpu_seconds": round(cpu - self._cpu, 3),
+                          "peak_rss_mb": round(_peak_rss_kb(reset=True) * 1024 / 1e6, 1)})
+        self._wall, self._cpu = wall, cpu
+
+    def progress(self, message: str) -> None:
+        for prefix, step in self.MARKS:
+            if message.startswith(prefix):
+                self.mark(step)
+
+
+def _report(paths: list[Path]) -> dict[str, Any]:
+    steps = _Steps()
+    with open_traces(paths, progress=steps.progress) as traces:
+        steps.mark("evidence (kinds, chains, clock skew)")
+        findings = sum(s.count for s in traces.report().sections)
+        steps.mark("12 questions")
+    return {"rows": findings, "steps": steps.rows}
 
 
 def main(argv: list[str]) -> int:
@@ -219,10 +259,13 @@ def main(argv: list[str]) -> int:
             "json_report_peak_rss_at_most_1gb": steps[1]["process_max_rss_mb"] <= 1000,
         },
     }
-    print(f"\n{'step':<26}{'seconds':>9}{'CPU s':>8}{'x loop':>8}{'max RSS MB':>12}")
+    print(f"\n{'step':<40}{'seconds':>9}{'CPU s':>8}{'x loop':>8}{'max RSS MB':>12}")
     for step in steps:
-        print(f"{step['step']:<26}{step['seconds']:>9.2f}{step['cpu_seconds']:>8.2f}{step['ratio_to_python_loop']:>8.2f}"
+        print(f"{step['step']:<40}{step['seconds']:>9.2f}{step['cpu_seconds']:>8.2f}{step['ratio_to_python_loop']:>8.2f}"
               f"{step['process_max_rss_mb']:>12.1f}")
+        for inner in step["result"]["steps"] if isinstance(step["result"], dict) else []:
+            print(f"{'  ' + inner['step']:<40}{inner['seconds']:>9.2f}{inner['cpu_seconds']:>8.2f}{'':>8}"
+                  f"{inner['peak_rss_mb']:>12.1f}")
     print("targets:", json.dumps(result["targets"]))
     args.output.parent.mkdir(parents=True, exist_ok=True)
     args.output.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")

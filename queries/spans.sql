@@ -160,11 +160,11 @@ keyed AS (
         scope_name,
         scope_version,
         s,
-        list_transform(coalesce(s.attributes, []), lambda a: a.key) AS attribute_keys,
-        list_transform(coalesce(s.attributes, []), lambda a: CASE WHEN a.value.arrayValue IS NULL
-            THEN otlp_scalar_text(a.value) END) AS attribute_values,
-        list_transform(coalesce(s.attributes, []), lambda a: CASE WHEN a.value.arrayValue IS NOT NULL
-            THEN list_transform(coalesce(a.value.arrayValue."values", []), lambda x: otlp_scalar_text(x)) END)
+        coalesce(list_transform(s.attributes, lambda a: a.key), []) AS attribute_keys,
+        coalesce(list_transform(s.attributes, lambda a: CASE WHEN a.value.arrayValue IS NULL
+            THEN otlp_scalar_text(a.value) END), []) AS attribute_values,
+        coalesce(list_transform(s.attributes, lambda a: CASE WHEN a.value.arrayValue IS NOT NULL
+            THEN list_transform(coalesce(a.value.arrayValue."values", []), lambda x: otlp_scalar_text(x)) END), [])
             AS attribute_arrays,
         flatten(list_transform(s.attributes, lambda a: a.value.arrayValue."values")) AS array_elements
     FROM raw_spans

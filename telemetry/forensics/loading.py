@@ -371,10 +371,15 @@ def load(
         row = con.execute(f"SELECT count(*) FROM {SPANS_LOADED}").fetchall()[0]
         report.spans = int(row[0])
         report.files = len(inputs.json_files) + len(parquet)
+    if progress:  # one line per step, so a slow step shows which one it is
+        progress(f"read {report.spans:,} spans from {report.files} file(s) in {report.seconds:.1f} s; "
+                 "looking for copies of one span")
+    started = time.perf_counter()
     report.duplicates = deduplicate(con, SPANS_LOADED, SPANS_BASE, is_table=bool(inputs.json_files))
     con.execute(_spans_sql()[1]).fetchall()
     if progress:
-        progress(f"loaded {report.spans:,} spans from {report.files} file(s) in {report.seconds:.1f} s")
+        progress(f"loaded {report.spans:,} spans from {report.files} file(s) in "
+                 f"{report.seconds + time.perf_counter() - started:.1f} s")
     return report
 
 
