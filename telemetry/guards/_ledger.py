@@ -2,26 +2,22 @@
 
 A :class:`Ledger` is one task's stored record; :func:`check_partition` is the whole rule a
 delegation must pass; the ``parse_*`` functions turn model-supplied lists into typed tuples and
-describe every malformed item (naming it) instead of raising, because a tool answers a model
-with an envelope, not an exception.
+record every malformed item (naming it) in a :class:`~telemetry.guards.validation.Problems`
+instead of raising, because a tool answers a model with an envelope, not an exception.
 """
 
 from __future__ import annotations
 
 import sqlite3
 import uuid
-from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from .. import conventions as c
 
-from ._checks import show
+from . import validation
 from .envelope import refusal
-
-MAX_ID_LENGTH = 128
-MAX_TEXT_LENGTH = 4_096
-"""Longest constraint text, waiver reason or acceptance check, in characters."""
+from .validation import MAX_TEXT_LENGTH, Problems, show
 
 
 def normalize_text(text: str) -> str:
@@ -97,88 +93,56 @@ class LedgerProblem:
     missing: list[str]
 
 
-def _items(value: Any, name: str, problems: list[str]) -> list[Mapping[str, Any]]:
-    if isinstance(value, (str, bytes)) or not isinstance(value, Sequence):
-        problems.append(f"{name} must be a list of objects, got {value!r}")
-        return []
-    good: list[Mapping[str, Any]] = []
-    for i, item in enumerate(value):
-        if isinstance(item, Mapping):
-            good.append(item)
-        else:
-            problems.append(f"{name}[{i}] must be an object, got {item!r}")
-    return good
-
-
-def _text(
-    item: Mapping[str, Any], key: str, where: str, problems: list[str], limit: int = MAX_TEXT_LENGTH
-) -> str | None:
-    value = item.get(key)
-    if not isinstance(value, str) or not value.strip():
-        problems.append(f"{where} needs a non-empty string {key!r}, got {show(value)}")
-        return None
-    if len(value) > limit:
-        problems.append(f"{where}: {key} {value[:40]!r}... is longer than {limit} characters")
-        return None
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:
-        problems.append(f"{where}: {key} contains characters that are not valid Unicode text (a lone surrogate)")
-        return None
-    return value
-
-
-def _id_pairs(value: Any, name: str, field: str, label: str) -> tuple[list[tuple[str, str]], list[str]]:
-    """``[{"id", field}]`` as ``(id, field)`` pairs, each id once, and a description of each bad item.
+def _id_pairs(problems: Problems, value: Any, name: str, field: str, label: str) -> list[tuple[str, str]]:
+    """``[{"id", field}]`` as ``(id, field)`` pairs, each id once; each bad item is a problem.
 
     ``label`` names an item once its id is known (for example "the waiver of 'C3'"), so a
     message points at the constraint rather than at a list position.
     """
-    problems: list[str] = []
     pairs: list[tuple[str, str]] = []
     seen: set[str] = set()
-    for i, item in enumerate(_items(value, name, problems)):
+    for i, item in enumerate(problems.items(name, value)):
         where = f"{name}[{i}]"
-        cid = _text(item, "id", where, problems, MAX_ID_LENGTH)
+        cid = problems.text(f"{where}.id", item.get("id"))
         if cid is not None and label:
-            where = label.format(id=cid)
-        second = _text(item, field, where, problems)
+            where = label.format(id=show(cid))
+        second = problems.text(f"{where}.{field}", item.get(field), limit=MAX_TEXT_LENGTH)
         if cid is None or second is None:
             continue
         if cid in seen:
-            problems.append(f"{name} lists constraint id {cid!r} twice")
+            problems.add(f"{name} lists constraint id {show(cid)} twice")
             continue
         seen.add(cid)
         pairs.append((cid, second))
-    return pairs, problems
+    return pairs
 
 
-def parse_constraints(value: Any, name: str) -> tuple[list[tuple[str, str]], list[str]]:
-    """``[{"id", "text"}]`` as ``(id, text)`` pairs, and a description of each bad item."""
-    return _id_pairs(value, name, "text", "")
+def parse_constraints(problems: Problems, value: Any, name: str) -> list[tuple[str, str]]:
+    """``[{"id", "text"}]`` as ``(id, text)`` pairs; each bad item is a problem."""
+    return _id_pairs(problems, value, name, "text", "")
 
 
-def parse_waivers(value: Any) -> tuple[list[tuple[str, str]], list[str]]:
+def parse_waivers(problems: Problems, value: Any) -> list[tuple[str, str]]:
     """``[{"id", "reason"}]`` as ``(id, reason)`` pairs; an empty reason is a problem."""
-    return _id_pairs(value, "waived_constraints", "reason", "the waiver of {id!r}")
+    return _id_pairs(problems, value, "waived_constraints", "reason", "the waiver of {id}")
 
 
-def parse_criteria(value: Any) -> tuple[list[tuple[str, str]], list[str]]:
+def parse_criteria(problems: Problems, value: Any) -> list[tuple[str, str]]:
     """``[{"check", "constraint_id"}]`` as ``(check, constraint_id)`` pairs."""
-    problems: list[str] = []
     pairs: list[tuple[str, str]] = []
-    for i, item in enumerate(_items(value, "acceptance_criteria", problems)):
-        check = _text(item, "check", f"acceptance_criteria[{i}]", problems)
+    for i, item in enumerate(problems.items("acceptance_criteria", value)):
+        check = problems.text(f"acceptance_criteria[{i}].check", item.get("check"), limit=MAX_TEXT_LENGTH)
         cited = item.get("constraint_id")
         if not isinstance(cited, str) or not cited.strip():
-            problems.append(
-                f"acceptance criterion {i} ({check!r}) cites no constraint id; give it the "
+            problems.add(
+                f"acceptance criterion {i} ({show(check)}) cites no constraint id; give it the "
                 f"constraint_id of the carried constraint it checks"
             )
             continue
-        if check is not None:
+        cited = problems.text(f"acceptance_criteria[{i}].constraint_id", cited)
+        if check is not None and cited is not None:
             pairs.append((check, cited))
-    return pairs, problems
+    return pairs
 
 
 def check_partition(
@@ -186,7 +150,7 @@ def check_partition(
     carried: list[tuple[str, str]],
     waivers: list[tuple[str, str]],
     criteria: list[tuple[str, str]],
-    shape_problems: list[str],
+    shape_problems: Problems,
 ) -> LedgerProblem | None:
     """None when the hand-off partitions ``origin``'s ledger into carried and waived; else why not.
 
@@ -195,7 +159,7 @@ def check_partition(
     both carried and waived, and criteria citing no carried id are ``invalid_argument``.
     """
     if shape_problems:
-        return LedgerProblem(c.OUTCOME_INVALID_ARGUMENT, shape_problems, [])
+        return LedgerProblem(c.OUTCOME_INVALID_ARGUMENT, shape_problems.found, [])
     ledger = dict(origin.constraints)
     carried_ids = [cid for cid, _ in carried]
     waived_ids = [cid for cid, _ in waivers]
@@ -236,16 +200,17 @@ def check_partition(
 @dataclass(frozen=True)
 class Handoff:
     """A ``delegate`` call's arguments, parsed; ``problems`` are the shape errors found on the way
-    (reported together with the partition's, so one refusal names everything to fix)."""
+    (reported together with the partition's, so one refusal names everything to fix). ``subtask``
+    and ``agent_id`` are None only when ``problems`` says why."""
 
-    subtask: str
+    subtask: str | None
     origin_task_id: str
-    agent_id: str
+    agent_id: str | None
     child_id: str
     carried: list[tuple[str, str]]
     waivers: list[tuple[str, str]]
     criteria: list[tuple[str, str]]
-    problems: list[str]
+    problems: Problems
 
 
 def parse_handoff(
@@ -259,31 +224,27 @@ def parse_handoff(
 ) -> Handoff | dict[str, Any]:
     """Validate ``delegate``'s arguments without touching the store: the parsed hand-off, or the
     refusal for an origin id that cannot name a task (nothing else can be checked without one)."""
-    shape: list[str] = []
-    if not isinstance(subtask, str) or not subtask.strip():
-        shape.append(f"subtask must be a non-empty string, got {subtask!r}")
-    if not isinstance(agent_id, str) or not agent_id:
-        shape.append(f"agent_id must be a non-empty string, got {agent_id!r}")
-    if task_id is not None and (not isinstance(task_id, str) or not task_id.strip()):
-        shape.append(f"task_id must be a non-empty string or omitted, got {task_id!r}")
-    if not isinstance(origin_task_id, str) or not origin_task_id:
+    shape = Problems(c.TOOL_DELEGATE)
+    subtask_ = shape.text("subtask", subtask, limit=MAX_TEXT_LENGTH)
+    agent_id_ = shape.text("agent_id", agent_id)
+    task_id_ = shape.text("task_id", task_id, optional=True)
+    origin_id = validation.valid_text(origin_task_id)
+    if origin_id is None:
         return refusal(
             c.OUTCOME_INVALID_ARGUMENT,
-            f"origin_task_id must be the id of a registered task, got {origin_task_id!r}",
+            f"{validation.text_problem('origin_task_id', origin_task_id)}; pass the id of a registered task",
             retry=True,
         )
-    carried, more = parse_constraints(constraints, "constraints")
-    shape += more
-    waivers, more = parse_waivers(waived_constraints)
-    shape += more
-    criteria, more = parse_criteria(acceptance_criteria)
-    shape += more
-    child_id = task_id if task_id is not None else "task-" + uuid.uuid4().hex[:16]
-    return Handoff(subtask, origin_task_id, agent_id, child_id, carried, waivers, criteria, shape)
+    carried = parse_constraints(shape, constraints, "constraints")
+    waivers = parse_waivers(shape, waived_constraints)
+    criteria = parse_criteria(shape, acceptance_criteria)
+    child_id = task_id_ if task_id_ is not None else "task-" + uuid.uuid4().hex[:16]
+    return Handoff(subtask_, origin_id, agent_id_, child_id, carried, waivers, criteria, shape)
 
 
 def write_child(conn: sqlite3.Connection, origin: Ledger, request: Handoff, created_at: str) -> Ledger:
     """Store the accepted child task, its waivers and its criteria (inside the caller's transaction)."""
+    assert request.subtask is not None and request.agent_id is not None, "no shape problem: both are valid texts"
     hop = origin.hop + 1
     chosen = {cid for cid, _ in request.carried}  # the origin's verbatim text, in ledger order
     kept = tuple((cid, text) for cid, text in origin.constraints if cid in chosen)

@@ -12,7 +12,7 @@ import sqlite3
 from typing import Any, Final
 
 from .. import conventions as c
-from . import _checks
+from . import validation
 from .envelope import refusal, success
 from .state import ABSENT_VERSION, JSONValue, current_row, put
 
@@ -37,13 +37,13 @@ class PlanWriter:
         Use this, not ``StateStore.read_state``, from inside an action: the commit holds the
         write transaction on this thread.
         """
-        row = current_row(self._conn, _checks.text("key", key))
+        row = current_row(self._conn, validation.text("key", key))
         return json.loads(row[0]) if row is not None else None
 
     def write(self, key: str, value: JSONValue) -> dict[str, Any]:
         """Write one object (any key: the postcondition, not this method, judges the target)."""
-        key = _checks.text("key", key)
-        value_json = _checks.canonical_json("value", value, max_bytes=self._max_value_bytes)
+        key = validation.text("key", key)
+        value_json = validation.json_text("value", value, max_bytes=self._max_value_bytes)
         row = current_row(self._conn, key)
         version = put(
             self._conn, key, value_json, row[1] if row else ABSENT_VERSION, actor=self._actor, change_ref=self.plan_id
@@ -55,14 +55,17 @@ class PlanWriter:
 
 def check_predicate(predicate: Any) -> str:
     if not isinstance(predicate, dict) or not predicate:
-        raise _checks.invalid(
-            f"target_predicate must be a non-empty object of field: value pairs, got {predicate!r}; "
+        raise validation.invalid(
+            f"target_predicate must be a non-empty object of field: value pairs, got {validation.show(predicate)}; "
             f'e.g. {{"collection": "summer-2026"}}'
         )
-    for field, value in predicate.items():
-        if not isinstance(field, str) or not field or isinstance(value, (dict, list)):
-            raise _checks.invalid(f"target_predicate entry {field!r}: {value!r} must pair a field name with a plain value")
-    return _checks.canonical_json("target_predicate", predicate, max_bytes=64 * 1024)
+    for field, value in dict.items(predicate):
+        if not isinstance(field, str) or not field or not (value is None or isinstance(value, (str, int, float))):
+            raise validation.invalid(
+                f"target_predicate entry {validation.show(field)}: {validation.show(value)} must pair a field name "
+                f"with a plain value (a string, number, boolean or null)"
+            )
+    return validation.json_text("target_predicate", predicate, max_bytes=64 * 1024)
 
 
 def _equal(found: Any, wanted: Any) -> bool:
@@ -97,7 +100,7 @@ def object_values(conn: sqlite3.Connection, keys: list[str]) -> list[tuple[str, 
 
 
 def set_hash(targets: list[tuple[str, str]]) -> str:
-    return "sha256:" + _checks.digest(*(f"{key}\t{version}" for key, version in targets))
+    return "sha256:" + validation.digest(*(f"{key}\t{version}" for key, version in targets))
 
 
 def postcondition(plan_id: str, targets: set[str], changed: set[str], *, undone: bool) -> dict[str, Any]:

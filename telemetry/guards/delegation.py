@@ -54,8 +54,10 @@ from ._ledger import (
     parse_handoff,
     write_child,
 )
+from . import validation
 from .envelope import refusal, refuse_when_busy, success
-from .sqlite import SQLiteStore
+from .store import Store, require_store
+from .validation import MAX_TEXT_LENGTH, Problems
 
 
 class Constraint(TypedDict):
@@ -186,10 +188,8 @@ class Delegations:
     envelope from :func:`telemetry.guards.envelope.refusal`.
     """
 
-    def __init__(self, store: SQLiteStore) -> None:
-        if not isinstance(store, SQLiteStore):
-            raise ConfigurationError(f"Delegations needs a SQLiteStore, got {store!r}")
-        self.store = store
+    def __init__(self, store: Store) -> None:
+        self.store = require_store(store, "Delegations")
         store.ensure_schema("delegation", _SCHEMA)
 
     # --- reading the ledger ----------------------------------------------------------------
@@ -217,7 +217,11 @@ class Delegations:
         Its span carries no ``delegation.*`` attribute on purpose: forensics treats a span with
         ``delegation.task_id`` as the record of a hand-off (its latest one per task wins).
         """
-        ledger = self._ledger(task_id) if isinstance(task_id, str) else None
+        try:
+            task_id = validation.text("task_id", task_id)
+        except validation.BadInput as bad:
+            return bad.envelope
+        ledger = self._ledger(task_id)
         if ledger is None:
             return refusal(
                 c.OUTCOME_NOT_FOUND,
@@ -247,18 +251,15 @@ class Delegations:
         rewritten after agents delegated from it.
         """
         call = current_call()
-        call.set_attribute(c.GEN_AI_AGENT_ID, agent_id)
-        problems: list[str] = []
-        if not isinstance(task_id, str) or not task_id.strip():
-            problems.append(f"task_id must be a non-empty string, got {task_id!r}")
-        if not isinstance(objective, str) or not objective.strip():
-            problems.append(f"objective must be a non-empty string, got {objective!r}")
-        parsed, more = parse_constraints(constraints, "constraints")
-        problems += more
-        if agent_id is not None and (not isinstance(agent_id, str) or not agent_id):
-            problems.append(f"agent_id must be a non-empty string or omitted, got {agent_id!r}")
-        if problems:
-            return refusal(c.OUTCOME_INVALID_ARGUMENT, "register_task: " + "; ".join(problems), retry=True)
+        problems = Problems(c.TOOL_REGISTER_TASK)
+        task_id_ = problems.text("task_id", task_id)
+        objective_ = problems.text("objective", objective, limit=MAX_TEXT_LENGTH)
+        parsed = parse_constraints(problems, constraints, "constraints")
+        agent_id_ = problems.text("agent_id", agent_id, optional=True)
+        call.set_attribute(c.GEN_AI_AGENT_ID, agent_id_)
+        if problems or task_id_ is None or objective_ is None:
+            return problems.refusal()
+        task_id, objective, agent_id = task_id_, objective_, agent_id_
         ids = [cid for cid, _ in parsed]
         call.set_attributes(
             {
@@ -307,7 +308,7 @@ class Delegations:
         ``task_id`` names the child (default: a fresh opaque id).
         """
         call = current_call()
-        call.set_attribute(c.GEN_AI_AGENT_ID, agent_id if isinstance(agent_id, str) else None)
+        call.set_attribute(c.GEN_AI_AGENT_ID, validation.valid_text(agent_id))
         request = parse_handoff(subtask, origin_task_id, constraints, acceptance_criteria, waived_constraints, agent_id, task_id)
         if not isinstance(request, Handoff):
             return request
@@ -392,7 +393,7 @@ class Delegations:
         the origin task id here.
         """
         if not isinstance(context, str):
-            raise ConfigurationError(f"legacy_handoff: context must be the hand-off text, got {context!r}")
+            raise ConfigurationError(f"legacy_handoff: context must be the hand-off text, got {validation.show(context)}")
         child_id = task_id if task_id is not None else "task-" + uuid.uuid4().hex[:16]
         with self.store.transaction() as conn:
             origin = Ledger.load(conn, origin_task_id)

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from .. import conventions as c
-from .sqlite import StoreBusy
+from .store import StoreBusy
 
 __all__ = ["BUSY_RETRY_AFTER_SECONDS", "busy_refusal", "refusal", "refuse_when_busy", "success"]
 
@@ -60,7 +60,7 @@ BUSY_RETRY_AFTER_SECONDS = 1.0
 
 
 def refuse_when_busy(func: F) -> F:
-    """Turn :class:`~telemetry.guards.sqlite.StoreBusy` into a retryable ``rate_limited`` refusal.
+    """Turn :class:`~telemetry.guards.store.StoreBusy` into a retryable ``rate_limited`` refusal.
 
     A guard tool whose store stayed locked past the busy timeout wrote nothing; a model acts
     better on "wait and retry" in the usual envelope than on an exception. Put it directly

@@ -15,11 +15,20 @@ call with the same key and the same arguments (the *payload*: every bound argume
 gets the stored result back with ``deduplicated: true`` and the tool does not run. The same key
 with different arguments is refused as ``duplicate_request`` naming the original outcome's id.
 
+"The same arguments" means the same canonical JSON text (in the spirit of RFC 8785): object
+keys in sorted order, numbers by value (``500`` and ``500.0`` are one amount), sets and tuples
+as arrays (a set sorted by its members' canonical text), so the same retry sent from another
+process, with another ``PYTHONHASHSEED``, is recognised. Arguments that are not JSON-like (an
+object, a datetime, a lone surrogate, an integer beyond 64 bits, a value nested more than 64
+deep) are refused as ``invalid_argument`` before anything runs: convert them to plain values
+(an ISO date string, a dict) in the tool's signature.
+
 While the first call is still running, a concurrent call with the same key is refused as
 ``in_progress`` with ``retry: true`` and ``retry_after_seconds``; retrying later returns the
-stored result. A claim whose holder died is taken over after ``lease_seconds`` (so a crashed
-process delays a retry rather than blocking the key forever; a holder that runs longer than its
-lease may then see its write run twice: choose a lease longer than the slowest write).
+stored result. The running call renews its lease every third of ``lease_seconds`` (a heartbeat
+thread), so a slow call is never taken over while its process lives; a claim whose holder died
+stops being renewed and is taken over once the lease runs out, so a crashed process delays a
+retry rather than blocking the key forever.
 
 What is stored: any returned result, except a refusal with ``retry: true`` (a stale version, a
 rate limit: the caller is meant to retry, so the key is released). An exception releases the
@@ -36,6 +45,7 @@ import inspect
 import json
 import logging
 import secrets
+import threading
 import time
 from collections.abc import Callable
 from typing import Any, Final, TypeVar
@@ -46,10 +56,10 @@ from ..instrument import current_call
 from ..instrument import classify_result
 from ..instrument import SPEC_ATTRIBUTE
 from ..exceptions import ConfigurationError, GuardError
-from . import _checks
-from ._checks import BadInput
+from . import validation
+from .validation import BadInput
 from .envelope import busy_refusal, refusal
-from .sqlite import SQLiteStore, StoreBusy
+from .store import Store, StoreBusy, require_store
 
 __all__ = ["KEY_PARAMETER_ATTRIBUTE", "IdempotencyKeys"]
 
@@ -87,17 +97,30 @@ audit can tell a key that is deduplicated on from a parameter that is merely cal
 
 
 class IdempotencyKeys:
-    """Stores the outcome of each keyed call in a :class:`SQLiteStore`; see the module docstring."""
+    """Stores the outcome of each keyed call in a guard store; see the module docstring.
 
-    def __init__(self, store: SQLiteStore, *, lease_seconds: float = 300.0, retry_after_seconds: float = 1.0) -> None:
-        if not isinstance(store, SQLiteStore):
-            raise GuardError(f"IdempotencyKeys needs a telemetry.guards.SQLiteStore, got {type(store).__name__}")
+    ``clock`` returns the current time in seconds since the epoch (default ``time.time``; a test
+    or a simulator may pass its own). Every process sharing a store must use the same clock.
+    """
+
+    def __init__(
+        self,
+        store: Store,
+        *,
+        lease_seconds: float = 300.0,
+        retry_after_seconds: float = 1.0,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        store = require_store(store, "IdempotencyKeys")
         for name, value in (("lease_seconds", lease_seconds), ("retry_after_seconds", retry_after_seconds)):
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
-                raise GuardError(f"{name} must be a positive number of seconds, got {value!r}")
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < float("inf"):
+                raise GuardError(f"{name} must be a positive number of seconds, got {validation.show(value)}")
+        if not callable(clock):
+            raise GuardError(f"clock must be a function returning seconds since the epoch, got {validation.show(clock)}")
         self.store = store
         self.lease_seconds = float(lease_seconds)
         self.retry_after_seconds = float(retry_after_seconds)
+        self.clock = clock
         store.ensure_schema(SCHEMA_NAME, DDL)
         self._secret = self._hash_secret()
         self._guarded: list[Callable[..., Any]] = []
@@ -123,7 +146,7 @@ class IdempotencyKeys:
 
     def hash(self, *parts: str) -> str:
         """The 32-hex-digit HMAC of ``parts`` that spans and the table record instead of raw values."""
-        return _checks.digest(*parts, key=self._secret)[:32]
+        return validation.digest(*parts, key=self._secret)[:32]
 
     def idempotent(self, key_param: str = "idempotency_key", *, scope: str | None = None) -> Callable[[F], F]:
         """Decorate a sync or async tool whose ``key_param`` argument carries the idempotency key.
@@ -158,11 +181,14 @@ class IdempotencyKeys:
                     ticket = await asyncio.to_thread(guard.claim, args, kwargs)
                     if ticket.answer is not None:
                         return ticket.answer
+                    beat = _Heartbeat(guard, ticket)
                     try:
                         result = await func(*args, **kwargs)
                     except BaseException:
+                        beat.stop()
                         await asyncio.to_thread(guard.release, ticket)
                         raise
+                    beat.stop()
                     await asyncio.to_thread(guard.complete, ticket, result)
                     return result
 
@@ -173,11 +199,14 @@ class IdempotencyKeys:
                 ticket = guard.claim(args, kwargs)
                 if ticket.answer is not None:
                     return ticket.answer
+                beat = _Heartbeat(guard, ticket)
                 try:
                     result = func(*args, **kwargs)
                 except BaseException:
+                    beat.stop()
                     guard.release(ticket)
                     raise
+                beat.stop()
                 guard.complete(ticket, result)
                 return result
 
@@ -222,29 +251,24 @@ class _Guard:
         try:
             bound = self.signature.bind(*args, **kwargs)
         except TypeError as exc:
-            return _Ticket(_checks.invalid(f"the call does not match {self.scope}{self.signature}: {exc}").envelope)
+            return _Ticket(validation.invalid(f"the call does not match {self.scope}{self.signature}: {exc}").envelope)
         bound.apply_defaults()
         arguments = bound.arguments
         try:
-            key = _checks.text(self.key_param, arguments.get(self.key_param))
+            key = validation.text(self.key_param, arguments.get(self.key_param))
         except BadInput as bad:
             return _Ticket(bad.envelope)
         try:
-            payload = json.dumps(
+            payload = validation.canonical_payload(
+                "arguments",
                 {k: v for k, v in arguments.items() if k != self.key_param and k not in _SKIPPED_PARAMETERS},
-                sort_keys=True,
-                separators=(",", ":"),
-                default=str,
             )
-            _checks.text("arguments", payload, max_length=len(payload) + 1)  # refuses lone surrogates
         except BadInput as bad:
             return _Ticket(bad.envelope)
-        except (TypeError, ValueError, OverflowError, RecursionError) as exc:
-            return _Ticket(_checks.invalid(f"the arguments of {self.scope} cannot be compared as JSON: {exc}").envelope)
         key_hash = self.keys.hash(self.scope, key)
         payload_hash = self.keys.hash(payload)
         call.set_attributes({c.IDEMPOTENCY_KEY_HASH: key_hash, c.IDEMPOTENCY_PAYLOAD_HASH: payload_hash})
-        now = time.time()
+        now = self.keys.clock()
         fresh_id = "idem_" + secrets.token_hex(10)
         with self.keys.store.transaction() as conn:
             row = conn.execute(
@@ -281,6 +305,17 @@ class _Guard:
             original_id=original_id,
         )
 
+    def renew(self, ticket: _Ticket) -> bool:
+        """Push a running claim's lease out by ``lease_seconds``; False once it is no longer ours."""
+        now = self.keys.clock()
+        with self.keys.store.transaction() as conn:
+            cursor = conn.execute(
+                "UPDATE guard_idempotency SET lease_until = ? "
+                "WHERE scope = ? AND key_hash = ? AND original_id = ? AND status = ? AND lease_until >= ?",
+                (now + self.keys.lease_seconds, self.scope, ticket.key_hash, ticket.original_id, _RUNNING, now),
+            )
+        return bool(cursor.rowcount == 1)
+
     def release(self, ticket: _Ticket) -> None:
         """The tool raised or asked for a retry: free the key so the next call runs again."""
         with self.keys.store.transaction() as conn:
@@ -310,7 +345,7 @@ class _Guard:
                 cursor = conn.execute(
                     "UPDATE guard_idempotency SET status = ?, result = ?, outcome = ?, completed_at = ? "
                     "WHERE scope = ? AND key_hash = ? AND original_id = ?",
-                    (_DONE, stored, outcome, time.time(), self.scope, ticket.key_hash, ticket.original_id),
+                    (_DONE, stored, outcome, self.keys.clock(), self.scope, ticket.key_hash, ticket.original_id),
                 )
         except Exception as exc:
             _safe.report(c.STAGE_GUARD, f"storing the idempotent result of {self.scope}", exc)
@@ -323,6 +358,39 @@ class _Guard:
                 ticket.original_id,
                 self.scope,
             )
+
+
+class _Heartbeat:
+    """Renews one running claim's lease every third of it, on a daemon thread, until stopped.
+
+    A slow call therefore keeps its key while its process lives; only a dead holder's lease runs
+    out. ``stop`` does not wait for the thread: a renewal in flight after the call ended changes
+    nothing (it only touches a claim still running under this call's id), and the thread ends at
+    its next wake-up.
+    """
+
+    __slots__ = ("_stop",)
+
+    def __init__(self, guard: _Guard, ticket: _Ticket) -> None:
+        self._stop = threading.Event()
+        thread = threading.Thread(
+            target=self._run, args=(guard, ticket), name=f"idempotency-lease {ticket.original_id}", daemon=True
+        )
+        thread.start()
+
+    def _run(self, guard: _Guard, ticket: _Ticket) -> None:
+        interval = guard.keys.lease_seconds / 3
+        while not self._stop.wait(interval):
+            try:
+                if not guard.renew(ticket):
+                    return  # completed, released, or taken over: nothing left to renew
+            except StoreBusy:
+                continue  # the next beat tries again, well inside the lease
+            except Exception as exc:
+                _safe.report(f"renewing the idempotency lease of {guard.scope}", exc)
+
+    def stop(self) -> None:
+        self._stop.set()
 
 
 def _duplicate(original_id: str, original_outcome: str | None) -> dict[str, Any]:

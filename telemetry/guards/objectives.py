@@ -36,9 +36,10 @@ from typing import Any, ParamSpec, TypeVar, cast
 from .. import conventions as c
 from ..exceptions import ConfigurationError
 from ..instrument import SPEC_ATTRIBUTE, Call, OutcomeFn, ReadbackFn, current_agent, current_call, instrument_tool
-from . import _checks
+from . import validation
 from .envelope import busy_refusal, refusal, refuse_when_busy, success
-from .sqlite import SQLiteStore, StoreBusy
+from .store import Store, StoreBusy, require_store
+from .validation import MAX_ID_LENGTH, MAX_TEXT_LENGTH, Problems
 
 __all__ = ["Objectives", "guarded_send"]
 
@@ -83,30 +84,14 @@ CREATE INDEX IF NOT EXISTS objective_sends_version ON objective_sends(task_id, v
 _CURRENT = "SELECT seq, version, text, published_at FROM objective_versions WHERE task_id = ? ORDER BY seq DESC LIMIT 1"
 
 
-MAX_ID_LENGTH = 512
-"""Longest task id or agent id, in characters."""
-MAX_TEXT_LENGTH = 16_384
-"""Longest objective, policy text or supersession reason, in characters."""
-
-
-def _text_problem(name: str, value: Any) -> str | None:
-    if not isinstance(value, str) or not value.strip():
-        return f"{name} must be a non-empty string, got {_checks.show(value)}"
-    limit = MAX_ID_LENGTH if name.endswith("_id") else MAX_TEXT_LENGTH
-    if len(value) > limit:
-        return f"{name} is {len(value)} characters long; the limit is {limit}: send a shorter {name}"
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:
-        return f"{name} contains characters that are not valid Unicode text (a lone surrogate)"
-    return None
-
-
-def _invalid(tool: str, problems: Iterable[str | None]) -> dict[str, Any] | None:
-    found = [p for p in problems if p]
-    if not found:
-        return None
-    return refusal(c.OUTCOME_INVALID_ARGUMENT, f"{tool}: " + "; ".join(found), retry=True)
+def _check(tool: str, **texts: Any) -> dict[str, Any] | None:
+    """The ``invalid_argument`` refusal naming every bad text argument, or None. An argument
+    whose name ends in ``_id`` or ``_version`` is an id (MAX_ID_LENGTH), any other a free text."""
+    problems = Problems(tool)
+    for name, value in texts.items():
+        limit = MAX_ID_LENGTH if name.endswith(("_id", "_version")) else MAX_TEXT_LENGTH
+        problems.text(name, value, limit=limit)
+    return problems.refusal() if problems else None
 
 
 def _on_task(task_id: str, attributes: Mapping[str, Any] | None = None) -> Call:
@@ -138,14 +123,12 @@ class Objectives:
 
     def __init__(
         self,
-        store: SQLiteStore,
+        store: Store,
         *,
         clock: Callable[[], datetime] | None = None,
         new_version: Callable[[], str] | None = None,
     ) -> None:
-        if not isinstance(store, SQLiteStore):
-            raise ConfigurationError(f"Objectives needs a SQLiteStore, got {store!r}")
-        self.store = store
+        self.store = require_store(store, "Objectives")
         self._clock = clock or (lambda: datetime.now(timezone.utc))
         self._new_version = new_version or (lambda: secrets.token_hex(8))
         store.ensure_schema("objectives", _SCHEMA)
@@ -176,7 +159,7 @@ class Objectives:
     def publish_objective(self, task_id: str, text: str) -> dict[str, Any]:
         """Publish a task's first objective; returns its ``version``. A second publication of the
         same task is refused: a correction is :meth:`supersede_objective`, with a reason."""
-        bad = _invalid(c.TOOL_PUBLISH_OBJECTIVE, [_text_problem("task_id", task_id), _text_problem("text", text)])
+        bad = _check(c.TOOL_PUBLISH_OBJECTIVE, task_id=task_id, text=text)
         if bad is not None:
             return bad
         call = _on_task(task_id)
@@ -209,7 +192,7 @@ class Objectives:
         ``previous_version`` names it) and ``refresh_required`` (drop work drafted against any
         earlier copy and redo it against this one). Both flags are false on a first read.
         """
-        bad = _invalid(c.TOOL_GET_OBJECTIVE, [_text_problem("task_id", task_id), _text_problem("agent_id", agent_id)])
+        bad = _check(c.TOOL_GET_OBJECTIVE, task_id=task_id, agent_id=agent_id)
         if bad is not None:
             return bad
         call = _on_task(task_id, {c.GEN_AI_AGENT_ID: agent_id})
@@ -251,14 +234,8 @@ class Objectives:
         decide whether your correction still applies, and retry with that version. Two
         corrections can never silently overwrite each other.
         """
-        bad = _invalid(
-            c.TOOL_SUPERSEDE_OBJECTIVE,
-            [
-                _text_problem("task_id", task_id),
-                _text_problem("text", text),
-                _text_problem("reason", reason),
-                _text_problem("expected_version", expected_version),
-            ],
+        bad = _check(
+            c.TOOL_SUPERSEDE_OBJECTIVE, task_id=task_id, text=text, reason=reason, expected_version=expected_version
         )
         if bad is not None:
             return bad
@@ -316,14 +293,14 @@ class Objectives:
         Puts ``objective.task_id``, ``policy.version`` and ``policy.version.current`` on the
         current span. :func:`guarded_send` calls it; call it yourself for a custom send tool.
         """
-        call = _on_task(task_id, {c.POLICY_VERSION: version if isinstance(version, str) else None})
-        if not isinstance(version, str) or not version:
+        call = _on_task(task_id, {c.POLICY_VERSION: validation.valid_text(version)})
+        problem = validation.text_problem("policy_version", version)
+        if problem is not None:
             with self.store.read() as conn:
                 row = conn.execute(_CURRENT, (task_id,)).fetchone()
             return refusal(
                 c.OUTCOME_INVALID_ARGUMENT,
-                f"policy_version must be the version string get_objective({task_id!r}, agent_id) returned, "
-                f"got {version!r}",
+                f"{problem}: send the version string get_objective({task_id!r}, agent_id) returned",
                 retry=True,
                 **self._policy_fields(task_id, row),
             )
@@ -439,9 +416,12 @@ def guarded_send(
         has_agent = agent_parameter in signature.parameters
 
         def admit(args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any] | None:
-            bound = signature.bind(*args, **kwargs)
+            bound = signature.bind(*args, **kwargs)  # a call that does not bind raises as the plain tool would
             agent_id = bound.arguments.get(agent_parameter) if has_agent else None
-            if isinstance(agent_id, str):
+            if agent_id is not None:
+                problem = validation.text_problem(agent_parameter, agent_id)
+                if problem is not None:
+                    return validation.invalid(problem).envelope
                 current_call().set_attribute(c.GEN_AI_AGENT_ID, agent_id)
             else:
                 ctx = current_agent()

@@ -38,8 +38,8 @@ from .. import conventions as c
 from ..instrument import current_call
 from ..instrument import instrument_tool
 from ..exceptions import GuardError
-from . import _checks
-from ._checks import BadInput
+from . import validation
+from .validation import BadInput
 from ._objects import (
     OBJECT_SET_HASH,
     PlanWriter,
@@ -87,6 +87,9 @@ Transform = Callable[[Any, dict[str, Any]], JSONValue]
 class Planner:
     """Plans and commits bulk actions over object sets kept in a :class:`StateStore`.
 
+    ``clock`` returns the current time in seconds since the epoch (default ``time.time``), for
+    plan expiry; every process sharing a store must use the same clock.
+
     ``bindings`` maps a binding name to a function returning its current value (for example
     ``{"policy_version": policies.current, "tool_schema_version": lambda: "2026-07-01",
     "app": lambda: "shop"}``); each plan records them and a commit refuses when one moved.
@@ -101,6 +104,7 @@ class Planner:
         sample_size: int = 5,
         max_ttl_seconds: float = 24 * 3600.0,
         undo_on_postcondition_failure: bool = True,
+        clock: Callable[[], float] = time.time,
     ) -> None:
         if not isinstance(state, StateStore):
             raise GuardError(f"Planner needs a telemetry.guards.StateStore, got {type(state).__name__}")
@@ -118,6 +122,9 @@ class Planner:
         self.sample_size = sample_size
         self.max_ttl_seconds = max_ttl_seconds
         self.undo_on_postcondition_failure = undo_on_postcondition_failure
+        if not callable(clock):
+            raise GuardError(f"clock must be a function returning seconds since the epoch, got {validation.show(clock)}")
+        self.clock = clock
         self._actions: dict[str, Action] = {}
         state.store.ensure_schema(SCHEMA_NAME, DDL)
 
@@ -162,14 +169,14 @@ class Planner:
         call = current_call()
         try:
             action = self._action_name(action)
-            object_set = _checks.text("object_set", object_set)
+            object_set = validation.text("object_set", object_set)
             predicate_json = check_predicate(target_predicate)
-            params_json = _checks.canonical_json("params", params or {}, max_bytes=self.state.max_value_bytes)
             if params is not None and not isinstance(params, dict):
-                raise _checks.invalid(f"params must be an object of named values, got {params!r}")
+                raise validation.invalid(f"params must be an object of named values, got {validation.show(params)}")
+            params_json = validation.json_text("params", {} if params is None else params, max_bytes=self.state.max_value_bytes)
             stated = self._stated_bindings(bindings)
-            ttl = _checks.number("ttl_seconds", ttl_seconds, low=0.1, high=self.max_ttl_seconds)
-            agent_id = _checks.optional_text("agent_id", agent_id)
+            ttl = validation.number("ttl_seconds", ttl_seconds, low=0.1, high=self.max_ttl_seconds)
+            agent_id = validation.optional_text("agent_id", agent_id)
         except BadInput as bad:
             return bad.envelope
         call.set_attribute(c.GEN_AI_AGENT_ID, agent_id)
@@ -180,14 +187,14 @@ class Planner:
         with self.state.store.read() as conn:
             targets = match_objects(conn, object_set, json.loads(predicate_json))
         if len(targets) > self.max_objects:
-            return _checks.invalid(
+            return validation.invalid(
                 f"{len(targets)} objects of {object_set!r} match; a plan holds at most {self.max_objects}: "
                 f"narrow target_predicate or split the change"
             ).envelope
         bound_to = {OBJECT_SET_HASH: set_hash(targets), **current}
         plan_id = "plan_" + secrets.token_hex(8)
-        now = time.time()
-        manifest = _checks.digest(action, object_set, predicate_json, params_json, json.dumps(bound_to, sort_keys=True))
+        now = self.clock()
+        manifest = validation.digest(action, object_set, predicate_json, params_json, json.dumps(bound_to, sort_keys=True))
         with self.state.store.transaction() as conn:
             conn.execute(
                 "INSERT INTO guard_plans (plan_id, action, object_set, predicate, params, targets, bound_to, "
@@ -224,12 +231,12 @@ class Planner:
         """
         call = current_call()
         try:
-            plan_id = _checks.text("plan_id", plan_id)
-            agent_id = _checks.optional_text("agent_id", agent_id)
+            plan_id = validation.text("plan_id", plan_id)
+            agent_id = validation.optional_text("agent_id", agent_id)
         except BadInput as bad:
             return bad.envelope
         call.set_attributes(
-            {c.PLAN_ID: plan_id, c.GEN_AI_AGENT_ID: agent_id, c.IDEMPOTENCY_KEY_HASH: _checks.digest(plan_id)[:32]}
+            {c.PLAN_ID: plan_id, c.GEN_AI_AGENT_ID: agent_id, c.IDEMPOTENCY_KEY_HASH: validation.digest(plan_id)[:32]}
         )
         with self.state.store.read() as conn:
             plan = conn.execute("SELECT * FROM guard_plans WHERE plan_id = ?", (plan_id,)).fetchone()
@@ -244,7 +251,7 @@ class Planner:
         call.set_attributes({c.PLAN_OBJECTS_MATCHED: len(targets), c.IDEMPOTENCY_PAYLOAD_HASH: plan["manifest_hash"][:32]})
         if plan["status"] in (_COMMITTED, _FAILED):
             return _replay(plan["result"])
-        if time.time() > plan["expires_at"]:
+        if self.clock() > plan["expires_at"]:
             return refusal(
                 c.OUTCOME_PLAN_EXPIRED,
                 f"plan {plan_id} expired at {_iso(plan['expires_at'])}; nothing was written. Make a new plan with "
@@ -263,7 +270,7 @@ class Planner:
         if moved:
             return _binding_moved(plan_id, moved, _REPLAN)
         if plan["action"] not in self._actions:
-            return _checks.invalid(
+            return validation.invalid(
                 f"plan {plan_id} uses action {plan['action']!r}, which this planner has not registered (it was "
                 f"planned by another process or before a restart); commit it where that action is registered",
                 retry=False,
@@ -272,7 +279,7 @@ class Planner:
         try:
             return self._commit(plan, targets, bound_to, agent_id)
         except BadInput as bad:  # the action tried to write something invalid: all rolled back
-            return _checks.invalid(
+            return validation.invalid(
                 f"action {plan['action']!r} of plan {plan_id} tried an invalid write, so nothing was written: "
                 f"{bad.envelope[c.ENVELOPE_MESSAGE]}. The action itself is at fault: report it to a human.",
                 retry=False,
@@ -315,7 +322,7 @@ class Planner:
             conn.execute("RELEASE plan_writes")
             conn.execute(
                 "UPDATE guard_plans SET status = ?, result = ?, committed_at = ? WHERE plan_id = ?",
-                (_FAILED if failed else _COMMITTED, json.dumps(result), time.time(), plan_id),
+                (_FAILED if failed else _COMMITTED, json.dumps(result), self.clock(), plan_id),
             )
         call.set_attributes(
             {
@@ -329,20 +336,28 @@ class Planner:
     # --- helpers -----------------------------------------------------------------------------
 
     def _action_name(self, action: Any) -> str:
-        name = _checks.text("action", action)
+        name = validation.text("action", action)
         if name not in self._actions:
             known = ", ".join(sorted(self._actions)) or "none registered"
-            raise _checks.invalid(f"action {name!r} is not one this planner knows; use one of: {known}")
+            raise validation.invalid(f"action {name!r} is not one this planner knows; use one of: {known}")
         return name
 
     def _stated_bindings(self, bindings: Any) -> dict[str, str]:
         if bindings is None:
             return {}
-        if not isinstance(bindings, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in bindings.items()):
-            raise _checks.invalid(f"bindings must map binding names to string values, got {bindings!r}")
+        if not isinstance(bindings, dict):
+            raise validation.invalid(f"bindings must map binding names to string values, got {validation.show(bindings)}")
+        problems = validation.Problems("bindings must map binding names to string values")
+        for name, value in dict.items(bindings):
+            if problems.text("binding name", name) is not None:
+                problems.text(f"binding {name!r}", value)
+        if problems:
+            raise validation.BadInput(problems.refusal())
         unknown = sorted(set(bindings) - set(self.bindings))
         if unknown:
-            raise _checks.invalid(f"unknown bindings {unknown}; this planner binds: {sorted(self.bindings) or 'none'}")
+            raise validation.invalid(
+                f"unknown bindings {validation.show(unknown)}; this planner binds: {sorted(self.bindings) or 'none'}"
+            )
         return dict(bindings)
 
     def _current_bindings(self) -> dict[str, str]:

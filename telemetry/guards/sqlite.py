@@ -6,9 +6,10 @@ read-check-write sequence cannot interleave with another process's, and ``busy_t
 contending writers wait instead of failing. Each thread gets its own connection (sqlite3
 connections must not be shared across threads), opened lazily.
 
-This module is the whole storage interface the guards use: ``transaction()`` for writes,
-``read()`` for consistent reads, ``query_one()`` for a single lookup, ``ensure_schema()`` at
-start-up. A PostgreSQL backend for crews that span hosts would implement the same four methods.
+It implements :class:`~telemetry.guards.store.Store`, the whole interface the guards use, and
+maps SQLite's failures by their result code, never by exception class: only SQLITE_BUSY and
+SQLITE_LOCKED become :class:`StoreBusy` (wait and retry); a read-only, full, corrupt or
+unopenable database becomes :class:`StoreUnavailable`, which names the file and what to fix.
 """
 
 from __future__ import annotations
@@ -20,23 +21,58 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from ..exceptions import ConfigurationError, GuardError
+from ..exceptions import ConfigurationError
+from .store import StoreBusy, StoreUnavailable
+
+__all__ = ["BUSY_TIMEOUT_MS", "SQLiteStore", "StoreBusy", "StoreUnavailable"]
 
 __all__ = ["BUSY_TIMEOUT_MS", "SQLiteStore", "StoreBusy"]
 
 BUSY_TIMEOUT_MS = 30_000
 
+# SQLite's primary result codes (https://sqlite.org/rescode.html); an extended code carries its
+# primary code in its low byte.
+_BUSY, _LOCKED = 5, 6
+_UNAVAILABLE = {
+    3: ("permission", "denies this process access (SQLITE_PERM): give it read and write permission"),
+    8: ("read_only", "is read-only (SQLITE_READONLY): make the file, its folder and its -wal/-shm files "
+                     "writable by this process, or point the store at a writable copy"),
+    10: ("io_error", "hit a disk I/O error (SQLITE_IOERR): check the disk and the file system, then restart"),
+    11: ("corrupt", "is corrupt (SQLITE_CORRUPT): restore it from a backup, or move it aside and start afresh"),
+    13: ("full", "is on a full disk (SQLITE_FULL): free space on that disk, then retry"),
+    14: ("cannot_open", "cannot be opened (SQLITE_CANTOPEN): check that the path names a file in an existing, "
+                        "writable folder"),
+    23: ("permission", "refused the statement (SQLITE_AUTH)"),
+    26: ("corrupt", "is not a SQLite database (SQLITE_NOTADB): point the store at a new path or at a guard store"),
+}
+_MESSAGE_CODES = (  # Python < 3.11 has no sqlite_errorcode: the message is all there is
+    ("database is locked", _BUSY), ("database table is locked", _LOCKED), ("readonly database", 8),
+    ("disk i/o error", 10), ("malformed", 11), ("database or disk is full", 13), ("unable to open", 14),
+    ("not a database", 26), ("not authorized", 23),
+)
 
-class StoreBusy(GuardError):
-    """The database's write lock could not be had within the busy timeout (another writer held
-    it throughout). Nothing was written; the operation can be retried."""
 
-    def __init__(self, path: str, cause: BaseException) -> None:
-        super().__init__(
-            f"the guard store {path} stayed locked by another writer for {BUSY_TIMEOUT_MS / 1000:g} s ({cause}); "
-            f"nothing was written: retry, and look for a long transaction (a large plan commit) holding the lock"
-        )
-        self.path = path
+def error_code(exc: sqlite3.Error) -> int | None:
+    """SQLite's primary result code of ``exc`` (None when it has none)."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    if isinstance(code, int):
+        return code & 0xFF
+    text = str(exc).lower()
+    return next((known for needle, known in _MESSAGE_CODES if needle in text), None)
+
+
+def map_error(path: str, exc: BaseException) -> BaseException:
+    """The guards' exception for a SQLite failure, chosen by result code; ``exc`` itself when
+    it is not a store failure (a constraint violation or a programming error stays as it is)."""
+    if not isinstance(exc, sqlite3.OperationalError) and type(exc) is not sqlite3.DatabaseError:
+        return exc
+    code = error_code(exc)
+    if code in (_BUSY, _LOCKED):
+        return StoreBusy(path, exc, waited_seconds=BUSY_TIMEOUT_MS / 1000)
+    if code in _UNAVAILABLE:
+        reason, what = _UNAVAILABLE[code]
+        return StoreUnavailable(path, reason, f"the guard store {path} {what} ({exc}); nothing was written")
+    return exc
 
 
 class SQLiteStore:
@@ -48,15 +84,8 @@ class SQLiteStore:
     """
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
-        text = os.fspath(path)
-        if not isinstance(text, str) or not text:
-            raise ConfigurationError(f"the store path must be a file path or ':memory:', got {path!r}")
-        self.path = text
-        self._memory = text == ":memory:"
-        if not self._memory:
-            parent = Path(text).expanduser().resolve().parent
-            if not parent.is_dir():
-                raise ConfigurationError(f"the store's folder {parent} does not exist; create it first")
+        self.path = resolve_path(path)
+        self._memory = self.path == ":memory:"
         self._local = threading.local()
         self._shared: sqlite3.Connection | None = None
         self._shared_lock = threading.RLock()
@@ -64,6 +93,12 @@ class SQLiteStore:
         self._pid = os.getpid()
 
     def _connect(self) -> sqlite3.Connection:
+        try:
+            return self._open()
+        except sqlite3.Error as exc:
+            raise map_error(self.path, exc) from exc
+
+    def _open(self) -> sqlite3.Connection:
         conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None, check_same_thread=False)
         conn.row_factory = sqlite3.Row
         conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
@@ -111,34 +146,56 @@ class SQLiteStore:
         with self._connection() as conn:
             try:
                 conn.execute("BEGIN IMMEDIATE")
-            except sqlite3.OperationalError as exc:
-                raise StoreBusy(self.path, exc) from exc
+            except sqlite3.Error as exc:
+                raise map_error(self.path, exc) from exc
             try:
                 yield conn
-            except BaseException:
-                try:
-                    conn.execute("ROLLBACK")
-                except sqlite3.Error:
-                    self._discard(conn)
-                raise
+            except BaseException as exc:
+                self._rollback(conn)
+                mapped = map_error(self.path, exc)
+                if mapped is exc:
+                    raise
+                raise mapped from exc
             try:
                 conn.execute("COMMIT")
-            except sqlite3.Error:
-                try:
-                    conn.execute("ROLLBACK")
-                except sqlite3.Error:
-                    self._discard(conn)
-                raise
+            except sqlite3.Error as exc:
+                self._rollback(conn)
+                raise map_error(self.path, exc) from exc
+
+    def _rollback(self, conn: sqlite3.Connection) -> None:
+        """Roll back, or, when even that fails, close the connection (which rolls back) and let
+        the thread's next call open a fresh one: never leave a transaction open on it."""
+        if not conn.in_transaction:  # SQLite already rolled back (a full disk or an I/O error does)
+            return
+        try:
+            conn.execute("ROLLBACK")
+        except sqlite3.Error:
+            self._discard(conn)
 
     @contextmanager
     def read(self) -> Iterator[sqlite3.Connection]:
         """A read transaction: every query inside sees one consistent snapshot."""
         with self._connection() as conn:
-            conn.execute("BEGIN")
+            try:
+                conn.execute("BEGIN")
+            except sqlite3.Error as exc:
+                raise map_error(self.path, exc) from exc
             try:
                 yield conn
-            finally:
+            except sqlite3.Error as exc:
+                self._rollback(conn)
+                mapped = map_error(self.path, exc)
+                if mapped is exc:
+                    raise
+                raise mapped from exc
+            except BaseException:
+                self._rollback(conn)
+                raise
+            try:
                 conn.execute("COMMIT")
+            except sqlite3.Error as exc:
+                self._rollback(conn)
+                raise map_error(self.path, exc) from exc
 
     def query_one(self, sql: str, params: tuple[object, ...] = ()) -> sqlite3.Row | None:
         """One read statement outside any explicit transaction (SQLite runs it atomically).
@@ -147,7 +204,13 @@ class SQLiteStore:
         when several statements must see the same snapshot.
         """
         with self._connection() as conn:
-            row: sqlite3.Row | None = conn.execute(sql, params).fetchone()
+            try:
+                row: sqlite3.Row | None = conn.execute(sql, params).fetchone()
+            except sqlite3.Error as exc:
+                mapped = map_error(self.path, exc)
+                if mapped is exc:
+                    raise
+                raise mapped from exc
             return row
 
     def ensure_schema(self, name: str, ddl: str) -> None:
@@ -155,7 +218,13 @@ class SQLiteStore:
         if name in self._schemas:
             return
         with self._connection() as conn:
-            conn.executescript(ddl)
+            try:
+                conn.executescript(ddl)
+            except sqlite3.Error as exc:
+                mapped = map_error(self.path, exc)
+                if mapped is exc:
+                    raise
+                raise mapped from exc
         self._schemas.add(name)
 
     def close(self) -> None:
@@ -167,3 +236,26 @@ class SQLiteStore:
         if self._shared is not None:
             self._shared.close()
             self._shared = None
+
+
+def resolve_path(path: str | os.PathLike[str]) -> str:
+    """The path a store opens: ``~`` expanded once, here, so validation and opening agree.
+
+    Raises :class:`ConfigurationError` for something that is not a path, a folder, or a file
+    whose folder does not exist.
+    """
+    try:
+        text = os.fspath(path)
+    except TypeError:
+        raise ConfigurationError(f"the store path must be a file path or ':memory:', got {type(path).__name__}") from None
+    if not isinstance(text, str) or not text.strip() or "\0" in text:
+        raise ConfigurationError(f"the store path must be a file path or ':memory:', got {text!r}")
+    if text == ":memory:":
+        return text
+    expanded = Path(text).expanduser()
+    if expanded.is_dir():
+        raise ConfigurationError(f"the store path {expanded} is a folder; name a file inside it, e.g. {expanded / 'guards.db'}")
+    parent = expanded.resolve().parent
+    if not parent.is_dir():
+        raise ConfigurationError(f"the store's folder {parent} does not exist; create it first")
+    return str(expanded)

@@ -25,22 +25,26 @@ import secrets
 import sqlite3
 import threading
 import time
+from datetime import timedelta
 from typing import Any, Final, Union
 
 from .. import conventions as c
 from ..instrument import Call, current_call
 from ..instrument import instrument_tool
 from ..exceptions import GuardError
-from . import _checks
-from ._checks import BadInput
+from . import validation
+from .validation import BadInput
 from .envelope import refusal, refuse_when_busy, success
-from .sqlite import SQLiteStore
+from .store import Store, require_store
 
-__all__ = ["ABSENT_VERSION", "JSONValue", "StateStore", "current_row", "persisted", "put"]
+__all__ = ["ABSENT_VERSION", "DEFAULT_CHANGE_RETENTION", "JSONValue", "StateStore", "current_row", "persisted", "put"]
 
 ABSENT_VERSION: Final = "absent"
 """The version token of a key that does not exist: ``read_state`` returns it for a missing key,
 and ``write_state(..., expected_version=ABSENT_VERSION)`` creates the key (refused if it exists)."""
+
+DEFAULT_CHANGE_RETENTION: Final = timedelta(days=30)
+"""How long :meth:`StateStore.prune` keeps change-log rows by default."""
 
 JSONValue = Union[str, int, float, bool, None, list[Any], dict[str, Any]]
 """What a state value may be: anything JSON can carry (objects need string keys)."""
@@ -66,6 +70,7 @@ CREATE TABLE IF NOT EXISTS guard_changes (
     at               REAL NOT NULL
 );
 CREATE INDEX IF NOT EXISTS guard_changes_by_ref ON guard_changes (change_ref) WHERE change_ref IS NOT NULL;
+CREATE INDEX IF NOT EXISTS guard_changes_by_time ON guard_changes (at);
 """
 
 
@@ -74,7 +79,7 @@ def new_version() -> str:
     return "ver_" + secrets.token_hex(12)
 
 
-def ensure_state_schema(store: SQLiteStore) -> None:
+def ensure_state_schema(store: Store) -> None:
     """Create the state table and the change log in ``store`` (idempotent)."""
     store.ensure_schema(SCHEMA_NAME, DDL)
 
@@ -124,12 +129,12 @@ def put(
     conn.execute(
         "INSERT INTO guard_changes (key, version, previous_version, value_hash, actor, change_ref, forced, at) "
         "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-        (key, version, previous_version, _checks.digest(value_json), actor, change_ref, int(forced), now),
+        (key, version, previous_version, validation.digest(value_json), actor, change_ref, int(forced), now),
     )
     return version
 
 
-def persisted(store: SQLiteStore, key: str, version: str, value_json: str) -> bool:
+def persisted(store: Store, key: str, version: str, value_json: str) -> bool:
     """Read-back through the database (never a cache): did ``version`` of ``key`` persist as sent?
 
     When a later write already replaced it, the change log says what that version held.
@@ -143,7 +148,7 @@ def persisted(store: SQLiteStore, key: str, version: str, value_json: str) -> bo
         "SELECT value_hash FROM guard_changes WHERE version = ? AND key = ? ORDER BY seq DESC LIMIT 1",
         (version, key),
     )
-    return logged is not None and logged[0] == _checks.digest(value_json)
+    return logged is not None and logged[0] == validation.digest(value_json)
 
 
 def _readback(call: Call, result: Any) -> bool | None:
@@ -159,26 +164,40 @@ def _readback(call: Call, result: Any) -> bool | None:
         value_json = sent[2]  # what this thread just sent (saves binding and re-encoding)
     else:
         arguments = call.arguments
-        value_json = _checks.canonical_json("value", arguments["value"], max_bytes=owner.max_value_bytes)
+        value_json = validation.json_text("value", arguments["value"], max_bytes=owner.max_value_bytes)
     return persisted(owner.store, key, version, value_json)
 
 
 class StateStore:
-    """Version-bound key/value state shared by a crew, in a :class:`SQLiteStore`.
+    """Version-bound key/value state shared by a crew, in a guard :class:`~telemetry.guards.store.Store`.
 
     Wire ``read_state`` and ``write_state`` into your agent framework as tools (they are bound
     methods with plain typed parameters); keep ``force_write_state`` for operators.
     """
 
-    def __init__(self, store: SQLiteStore, *, max_value_bytes: int = _checks.DEFAULT_MAX_VALUE_BYTES) -> None:
-        if not isinstance(store, SQLiteStore):
-            raise GuardError(f"StateStore needs a telemetry.guards.SQLiteStore, got {type(store).__name__}")
+    def __init__(self, store: Store, *, max_value_bytes: int = validation.DEFAULT_MAX_VALUE_BYTES) -> None:
+        store = require_store(store, "StateStore")
         if isinstance(max_value_bytes, bool) or not isinstance(max_value_bytes, int) or max_value_bytes < 1:
             raise GuardError(f"max_value_bytes must be a positive integer, got {max_value_bytes!r}")
         self.store = store
         self.max_value_bytes = max_value_bytes
         self._sent = threading.local()  # (key, version, value JSON) of this thread's last write
         ensure_state_schema(store)
+
+    def prune(self, older_than: timedelta | float = DEFAULT_CHANGE_RETENTION) -> int:
+        """Delete change-log rows older than ``older_than`` (a timedelta, or seconds); returns how many.
+
+        The log grows by one row per accepted write. What it is read for is recent: a read-back
+        of a version replaced moments later, a plan's postcondition inside its own commit, a
+        forensic look at the last days. Run this from a periodic job; the state itself (every
+        key's current value and version) is never touched.
+        """
+        seconds = older_than.total_seconds() if isinstance(older_than, timedelta) else older_than
+        if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not 0 <= seconds < float("inf"):
+            raise GuardError(f"older_than must be a timedelta or a number of seconds, zero or more; got {validation.show(older_than)}")
+        with self.store.transaction() as conn:
+            cursor = conn.execute("DELETE FROM guard_changes WHERE at < ?", (time.time() - seconds,))
+        return int(cursor.rowcount)
 
     @instrument_tool(name="read_state", kind=c.KIND_READ)
     @refuse_when_busy
@@ -192,8 +211,8 @@ class StateStore:
         """
         call = current_call()
         try:
-            key = _checks.text("key", key)
-            agent_id = _checks.optional_text("agent_id", agent_id)
+            key = validation.text("key", key)
+            agent_id = validation.optional_text("agent_id", agent_id)
         except BadInput as bad:
             _record_what_is_valid(call, {c.STATE_KEY: key, c.GEN_AI_AGENT_ID: agent_id})
             return bad.envelope
@@ -217,10 +236,10 @@ class StateStore:
         """
         call = current_call()
         try:
-            key = _checks.text("key", key)
-            expected_version = _checks.text("expected_version", expected_version)
-            agent_id = _checks.optional_text("agent_id", agent_id)
-            value_json = _checks.canonical_json("value", value, max_bytes=self.max_value_bytes)
+            key = validation.text("key", key)
+            expected_version = validation.text("expected_version", expected_version)
+            agent_id = validation.optional_text("agent_id", agent_id)
+            value_json = validation.json_text("value", value, max_bytes=self.max_value_bytes)
         except BadInput as bad:
             _record_what_is_valid(
                 call, {c.STATE_KEY: key, c.STATE_VERSION_EXPECTED: expected_version, c.GEN_AI_AGENT_ID: agent_id}
@@ -255,7 +274,7 @@ class StateStore:
         carries ``tool.forced_by``, so every bypass is counted and attributable.
         """
         try:
-            operator = _checks.text("operator", operator, max_length=256)
+            operator = validation.text("operator", operator, max_length=256)
         except BadInput as bad:
             raise GuardError(
                 f"force_write_state needs the operator's identity (a non-empty string of at most 256 "
@@ -263,8 +282,8 @@ class StateStore:
             ) from None
         call = current_call()
         try:
-            key = _checks.text("key", key)
-            value_json = _checks.canonical_json("value", value, max_bytes=self.max_value_bytes)
+            key = validation.text("key", key)
+            value_json = validation.json_text("value", value, max_bytes=self.max_value_bytes)
         except BadInput as bad:
             _record_what_is_valid(call, {c.STATE_KEY: key, c.TOOL_FORCED_BY: operator})
             return bad.envelope
@@ -292,7 +311,7 @@ def _record_what_is_valid(call: Call, candidates: dict[str, Any]) -> None:
     valid = {}
     for name, value in candidates.items():
         try:
-            valid[name] = _checks.text(name, value)
+            valid[name] = validation.text(name, value)
         except BadInput:
             continue
     call.set_attributes(valid)

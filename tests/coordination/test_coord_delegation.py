@@ -260,7 +260,7 @@ def test_legacy_handoff_wiring_errors_raise_naming_the_task(ledger: Delegations)
 def test_oversized_constraint_text_is_invalid_and_registers_nothing(tmp_path: Path) -> None:
     """A constraint text over the cap, or with a lone surrogate, is refused with the item named; no task is stored."""
     ledger = Delegations(SQLiteStore(tmp_path / "crew.db"))
-    for text, needle in (("y" * 5000, "longer than 4096"), ("\udc00 budget", "not valid Unicode text")):
+    for text, needle in (("y" * 20_000, "the limit is 16384"), ("\udc00 budget", "not valid Unicode text")):
         refused = ledger.register_task("T9", "objective", [{"id": "C1", "text": text}], "lead")
         assert refused["error"] == c.OUTCOME_INVALID_ARGUMENT and needle in refused["message"]
         assert "constraints[0]" in refused["message"]

@@ -223,7 +223,7 @@ def test_a_send_missing_policy_version_raises_like_the_plain_function(objectives
 
 @pytest.mark.parametrize(
     ("text", "needle"),
-    [("x" * 20_000, "the limit is 16384"), ("policy \ud800", "not valid Unicode text"), (10**5000, "a int")],
+    [("x" * 20_000, "the limit is 16384"), ("policy \ud800", "not valid Unicode text"), (10**5000, "an integer of 16610 bits")],
     ids=["too-long", "lone-surrogate", "huge-int"],
 )
 def test_oversized_or_unencodable_text_is_invalid_and_nothing_is_published(
