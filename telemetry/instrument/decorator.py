@@ -18,6 +18,7 @@ import sys
 from collections.abc import AsyncGenerator, Awaitable, Callable, Generator, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar, overload
 
+from .. import conventions as c
 from ..runtime import active as _state
 from .call import Call
 from ..exceptions import ConfigurationError
@@ -248,6 +249,12 @@ def instrument_tool(func: Any = None, /, **options: Any) -> Any:
     type checkers and editors). Works bare (``@instrument_tool``) and called (``@instrument_tool(kind="read")``), on
     functions, methods, ``classmethod`` and ``staticmethod`` objects.
     """
+    if isinstance(func, str):
+        option = "kind" if func in c.KINDS else "name"
+        raise ConfigurationError(
+            f"instrument_tool got the string {func[:60]!r} as its first argument; options are keywords: "
+            f"write @instrument_tool({option}={func[:60]!r})"
+        )
     declared = ToolOptions.from_mapping(options, where="instrument_tool")
     if func is not None:
         return instrument_with(func, declared)

@@ -11,7 +11,9 @@ codes allowed on metric labels. A call then does the least possible work.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import inspect
+import re
 import warnings
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -33,6 +35,13 @@ _KIND_DEFAULT_HINTS = {
     c.KIND_SEND: (False, True, False),
     c.KIND_DELEGATE: (False, False, False),
 }
+
+
+MAX_TOOL_NAME_LENGTH = 128
+"""Longest tool name: it is a label on every series of the tool (and MCP's limit for names)."""
+_TOOL_NAME = re.compile(r"[A-Za-z0-9_.:/-]{1,%d}" % MAX_TOOL_NAME_LENGTH)
+_OUTCOME_CODE = re.compile(r"[a-z][a-z0-9_]{0,63}")
+_NOT_NAME_CHARS = re.compile(r"[^A-Za-z0-9_.:/-]+")
 
 
 @dataclass(frozen=True)
@@ -129,32 +138,89 @@ class ToolSpec:
         return outcome if outcome in self.label_outcomes else c.OUTCOME_OTHER
 
 
+def _check_target(func: Any) -> None:
+    """Refuse what is not a function, saying what to decorate instead."""
+    if inspect.isclass(func):
+        raise ConfigurationError(
+            f"instrument_tool decorates functions, and {func.__qualname__} is a class: decorate the method that "
+            f"does the work (put @instrument_tool above its def), or a function that calls it"
+        )
+    if not (inspect.isfunction(func) or inspect.ismethod(func) or inspect.isbuiltin(func)
+            or isinstance(func, functools.partial)):
+        raise ConfigurationError(
+            f"instrument_tool decorates functions, got a {type(func).__name__} object; decorate a def (for a "
+            f"callable object, its __call__ method or a function that calls it)"
+        )
+
+
+def _check_name(tool_name: Any, given: bool) -> str:
+    if not isinstance(tool_name, str) or not tool_name:
+        raise ConfigurationError(f"instrument_tool needs a non-empty tool name, got {tool_name!r}; pass name=")
+    if _TOOL_NAME.fullmatch(tool_name):
+        return tool_name
+    origin = "name=" if given else "the function's name"
+    suggestion = _NOT_NAME_CHARS.sub("_", tool_name).strip("_")[:MAX_TOOL_NAME_LENGTH] or "my_tool"
+    shown = tool_name if len(tool_name) <= 60 else tool_name[:57] + "..."
+    raise ConfigurationError(
+        f"tool name {shown!r} ({origin}, {len(tool_name)} characters) is not usable as a metric label: a tool name "
+        f"is 1 to {MAX_TOOL_NAME_LENGTH} letters, digits and _ . : / -; pass name={suggestion!r}"
+    )
+
+
+def _check_hints(tool_name: str, kind: str, read_only: bool | None, destructive: bool | None) -> None:
+    """Refuse hints that contradict the kind or each other (a read that destroys, a write that is read-only)."""
+    if kind == c.KIND_READ and read_only is False:
+        raise ConfigurationError(f"tool {tool_name!r}: kind='read' contradicts read_only=False; use kind='write'")
+    if kind != c.KIND_READ and read_only:
+        raise ConfigurationError(
+            f"tool {tool_name!r}: kind={kind!r} contradicts read_only=True (a {kind} changes something); "
+            f"use kind='read' for a tool that only reads, or drop read_only"
+        )
+    if destructive and (kind == c.KIND_READ or read_only):
+        raise ConfigurationError(
+            f"tool {tool_name!r}: destructive=True contradicts a read-only tool; drop destructive, or declare "
+            f"kind='write' if it does change something"
+        )
+
+
+def _check_outcomes(tool_name: str, outcomes: Iterable[str]) -> frozenset[str]:
+    if isinstance(outcomes, str):
+        raise ConfigurationError(f"tool {tool_name!r}: outcomes takes a list of codes, not one string: pass [{outcomes!r}]")
+    declared = frozenset(outcomes)
+    for code in declared:
+        if not isinstance(code, str) or not _OUTCOME_CODE.fullmatch(code):
+            suggestion = re.sub(r"[^a-z0-9]+", "_", str(code).lower()).strip("_")[:64] or "my_outcome"
+            if not suggestion[0].isalpha():
+                suggestion = "outcome_" + suggestion[:56]
+            raise ConfigurationError(
+                f"tool {tool_name!r}: declared outcome {code!r} is not a short snake_case code (a lower-case letter, "
+                f"then up to 63 lower-case letters, digits or _); it becomes a metric label: use {suggestion!r}"
+            )
+    return declared
+
+
 def build_spec(func: Callable[..., Any], options: ToolOptions) -> ToolSpec:
     """Validate the decorator's arguments (raising :class:`ConfigurationError`) and build a spec."""
     name, kind, read_only = options.name, options.kind, options.read_only
     readback, outcome = options.readback, options.outcome
     outcomes, record_arguments = options.outcomes, options.record_arguments
     destructive, idempotent = options.destructive, options.idempotent
-    tool_name = name if name is not None else getattr(func, "__name__", None)
-    if not isinstance(tool_name, str) or not tool_name:
-        raise ConfigurationError(f"instrument_tool needs a non-empty tool name, got {tool_name!r}; pass name=")
+    _check_target(func)
     if kind is None:
         kind = c.KIND_READ if read_only else c.KIND_WRITE
     if kind not in c.KINDS:
         raise ConfigurationError(f"kind={kind!r} is not one of {', '.join(c.KINDS)}")
+    label = str(name if isinstance(name, str) else getattr(func, "__name__", "?"))[:60]
+    _check_hints(label, kind, read_only, destructive)
     default_ro, default_destructive, default_idempotent = _KIND_DEFAULT_HINTS[kind]
     read_only = default_ro if read_only is None else bool(read_only)
-    if kind == c.KIND_READ and not read_only:
-        raise ConfigurationError(f"tool {tool_name!r}: kind='read' contradicts read_only=False")
     if read_only and readback is not None:
-        raise ConfigurationError(f"tool {tool_name!r} is read-only: a readback applies only to writes")
-    for label, fn in (("readback", readback), ("outcome", outcome)):
+        raise ConfigurationError(f"tool {label!r} is read-only: a readback applies only to writes")
+    for what, fn in (("readback", readback), ("outcome", outcome)):
         if fn is not None and not callable(fn):
-            raise ConfigurationError(f"tool {tool_name!r}: {label} must be callable(call, result), got {fn!r}")
-    declared = frozenset(outcomes)
-    for code in declared:
-        if not isinstance(code, str) or not code or len(code) > 64:
-            raise ConfigurationError(f"tool {tool_name!r}: declared outcome {code!r} must be a short non-empty string")
+            raise ConfigurationError(f"tool {label!r}: {what} must be callable(call, result), got {fn!r}")
+    declared = _check_outcomes(label, outcomes)
+    tool_name = _check_name(name if name is not None else getattr(func, "__name__", None), name is not None)
     exceptions = _exception_outcomes(tool_name, options.exceptions)
     try:
         signature = inspect.signature(func)

@@ -277,7 +277,7 @@ def test_decoration_time_warnings_and_errors() -> None:
     with pytest.raises(telemetry.ConfigurationError, match="read-only"):
         telemetry.instrument_tool(kind="read", readback=lambda c_, r: True)(lambda: None)
     with pytest.raises(telemetry.ConfigurationError, match="already instrumented"):
-        telemetry.instrument_tool(telemetry.instrument_tool(lambda: None))
+        telemetry.instrument_tool(telemetry.instrument_tool(name="noop")(lambda: None))
     with warnings.catch_warnings():
         warnings.simplefilter("error")
 
