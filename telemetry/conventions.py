@@ -303,17 +303,22 @@ REDACTED: Final = "[REDACTED]"
 SECRET_NAME_PARTS: Final = (
     "password",
     "passwd",
+    "passphrase",
     "secret",
     "token",
-    "api_key",
     "apikey",
+    "accesskey",
+    "privatekey",
     "authorization",
     "credential",
-    "private_key",
     "cookie",
     "session",
 )
-"""An argument whose lower-cased name contains one of these is recorded as ``[REDACTED]``."""
+"""An argument (or a key inside one) whose folded name (lower-cased, non-alphanumerics dropped,
+so ``X-Api-Key`` is ``xapikey``) contains one of these is recorded as ``[REDACTED]``."""
+SECRET_NAME_WORDS: Final = ("auth", "bearer", "jwt", "otp", "pwd")
+"""Short words that mark a secret only as a whole word of the name (``x-auth``, ``authHeader``,
+not ``author``)."""
 INT64_MIN: Final = -(2**63)
 INT64_MAX: Final = 2**63 - 1
 """OTLP carries integers as int64: an int outside this range is recorded (and encoded) as text."""

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Mapping
 from contextvars import Token
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -23,6 +22,7 @@ from .. import conventions as c
 from .call import Call, _current
 from .classify import error_type_of, readback_value
 from .context import current_agent, current_tool_call_id
+from .redact import is_secret_name, redact
 
 if TYPE_CHECKING:
     from ..runtime import Runtime
@@ -38,22 +38,9 @@ def _cap(text: str) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def _is_secret(name: str) -> bool:
-    lowered = name.lower()
-    return any(part in lowered for part in c.SECRET_NAME_PARTS)
-
-
-def _redact(value: Any) -> Any:
-    if isinstance(value, Mapping):
-        return {k: (c.REDACTED if isinstance(k, str) and _is_secret(k) else _redact(v)) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_redact(v) for v in value]
-    return value
-
-
 def recordable(name: str, value: Any) -> Any:
     """An argument value as it may appear on a span: redacted, JSON-ish, length-capped."""
-    if _is_secret(name):
+    if is_secret_name(name):
         return c.REDACTED
     if isinstance(value, bool) or isinstance(value, float):
         return value
@@ -68,10 +55,10 @@ def recordable(name: str, value: Any) -> Any:
     if isinstance(value, str):
         return _cap(value)
     try:
-        return _cap(json.dumps(_redact(value), default=repr, ensure_ascii=False))
+        return _cap(json.dumps(redact(value), default=repr, ensure_ascii=False))
     except (TypeError, ValueError, RecursionError):  # non-string keys, cycles: fall back to repr
         try:
-            return _cap(repr(_redact(value)))
+            return _cap(repr(redact(value)))
         except Exception:
             return f"<{type(value).__name__}>"
 
@@ -156,11 +143,31 @@ def leave(tokens: _Tokens) -> None:
         otel_context.detach(otel_token)
 
 
-def _run_user(stage: str, place: str, fn: Any, call: Call, result: Any) -> tuple[bool, Any]:
+class _Interrupted:
+    """The first BaseException (KeyboardInterrupt, SystemExit, ...) raised by a user callback or
+    a result's own code during :func:`finish`: kept until the span is ended and the call
+    counted, then re-raised unchanged."""
+
+    __slots__ = ("exc",)
+
+    def __init__(self) -> None:
+        self.exc: BaseException | None = None
+
+    def keep(self, exc: BaseException) -> None:
+        if self.exc is None:
+            self.exc = exc
+
+
+def _run_user(
+    stage: str, place: str, fn: Any, call: Call, result: Any, interrupted: _Interrupted
+) -> tuple[bool, Any]:
     try:
         return True, fn(call, result)
     except Exception as exc:
         _safe.report(stage, place, exc)
+        return False, None
+    except BaseException as exc:
+        interrupted.keep(exc)
         return False, None
 
 
@@ -187,8 +194,21 @@ def finish(call: Call, runtime: Runtime, exc: BaseException | None, result: Any 
     """Classify the call, end its span and count it; return ``result``. Never raises.
 
     Whatever fails along the way (an unreadable result, a raising callback, the span API), the
-    span is still ended and the call still counted, with what could be decided.
+    span is still ended and the call still counted, with what could be decided. The one
+    exception: a read-back, a classifier or a result that raises a BaseException (Ctrl-C during
+    a read-back, ``sys.exit`` in a classifier) is re-raised unchanged, after the span is ended
+    and the call counted, because the caller must get it.
     """
+    interrupted = _Interrupted()
+    try:
+        _finish(call, runtime, exc, result, interrupted)
+    except BaseException as late:  # pragma: no cover - _finish contains its own failures
+        interrupted.keep(late)
+    if interrupted.exc is not None:
+        raise interrupted.exc
+
+
+def _finish(call: Call, runtime: Runtime, exc: BaseException | None, result: Any, interrupted: _Interrupted) -> None:
     spec = call.spec
     elapsed = _perf() - call.started
     status_code: int | None = None
@@ -206,14 +226,19 @@ def finish(call: Call, runtime: Runtime, exc: BaseException | None, result: Any 
         except Exception as failure:  # a result whose .get, __getattr__ or properties raise
             _safe.report(c.STAGE_CLASSIFIER, f"classifying a result of {spec.name}", failure)
             transport, outcome, status_code = c.TRANSPORT_OK, c.OUTCOME_OK, None
+        except BaseException as stop:
+            interrupted.keep(stop)
+            transport, outcome, status_code = c.TRANSPORT_OK, c.OUTCOME_OK, None
         told = transport != c.TRANSPORT_OK or outcome != c.OUTCOME_OK
         if call.outcome is not None:
             outcome = _outcome_text(f"the outcome set inside {spec.name}", call.outcome) or outcome
         if spec.outcome is not None:
-            ok, chosen = _run_user(c.STAGE_CLASSIFIER, f"the outcome classifier of {spec.name}", spec.outcome, call, result)
+            ok, chosen = _run_user(
+                c.STAGE_CLASSIFIER, f"the outcome classifier of {spec.name}", spec.outcome, call, result, interrupted
+            )
             if ok and chosen is not None:
                 outcome = _outcome_text(f"the outcome classifier of {spec.name}", chosen) or outcome
-        readback = call.readback or _readback(spec, call, result, transport, outcome)
+        readback = call.readback or _readback(spec, call, result, transport, outcome, interrupted)
         if readback == c.READBACK_MISMATCH and outcome == c.OUTCOME_OK:
             outcome = c.OUTCOME_READBACK_MISMATCH
     silent = silent_failure(told, outcome)
@@ -263,18 +288,21 @@ def silent_failure(told: bool, outcome: str) -> bool:
     return not told and outcome not in (c.OUTCOME_OK, c.OUTCOME_FORCED)
 
 
-def _readback(spec: ToolSpec, call: Call, result: Any, transport: str, outcome: str) -> str:
+def _readback(spec: ToolSpec, call: Call, result: Any, transport: str, outcome: str, interrupted: _Interrupted) -> str:
     if spec.read_only:
         return c.READBACK_NOT_APPLICABLE
     if spec.readback is None or transport != c.TRANSPORT_OK or outcome in c.REFUSAL_OUTCOMES:
         return c.READBACK_SKIPPED
-    ok, value = _run_user(c.STAGE_READBACK, f"the read-back of {spec.name}", spec.readback, call, result)
+    ok, value = _run_user(c.STAGE_READBACK, f"the read-back of {spec.name}", spec.readback, call, result, interrupted)
     if not ok:
         return c.READBACK_ERROR
     try:
         return readback_value(value)
     except Exception as exc:  # ValueError for an unknown value; anything from an odd object
         _safe.report(c.STAGE_READBACK, f"the read-back of {spec.name}", exc)
+        return c.READBACK_ERROR
+    except BaseException as stop:
+        interrupted.keep(stop)
         return c.READBACK_ERROR
 
 
