@@ -24,8 +24,19 @@ from .surfaces import audit_summary
 
 __all__ = ["build_parser", "main"]
 
+MAX_AGENTS = 1_000
+MAX_STEPS = 10_000
+MAX_BACKGROUND_STEPS = 100_000
+"""Most agent-steps of background traffic (``--agents`` x ``--steps``) in one run: each writes
+about 2.5 KB of traces per mode, so the bound is about 500 MB and a few minutes."""
+MAX_SEED = 2**32 - 1
+
 EPILOG = """\
-scenarios: """ + ", ".join(SCENARIOS) + """
+scenarios: """ + ", ".join(SCENARIOS) + f"""
+
+bounds: --agents 0..{MAX_AGENTS:,}, --steps 0..{MAX_STEPS:,}, --agents x --steps at most
+{MAX_BACKGROUND_STEPS:,}, --seed 0..{MAX_SEED:,}, --port 0..65535; --out must be a folder (or
+a path one can be created at). A bad value exits with status 2 before anything is written.
 
 Each scenario forces one failure story. Guarded, the guard refuses it at call time and the
 scripted agent recovers; legacy, it goes through "green" and only the telemetry shows it.
@@ -86,11 +97,59 @@ def _serve_instructions(result: CrewResult) -> str:
     )
 
 
+def _out_problem(out: Path) -> str | None:
+    """Why ``out`` cannot be the output folder (None when it can): checked before any work."""
+    path = out.expanduser()
+    if path.exists() and not path.is_dir():
+        return f"--out {out} is a file, not a folder; pass a folder path (it is created if missing)"
+    probe = path
+    while not probe.exists():
+        if probe.parent == probe:
+            break
+        probe = probe.parent
+    if probe.exists() and not probe.is_dir():
+        return f"--out {out} cannot be created: {probe} is a file, not a folder; pass another path"
+    if probe.exists() and not os.access(probe, os.W_OK | os.X_OK):
+        return f"--out {out} cannot be written: {probe} is not writable by this user; pass another path"
+    return None
+
+
+def _check_arguments(parser: argparse.ArgumentParser, ns: argparse.Namespace) -> None:
+    """Refuse out-of-bounds values up front (``parser.error`` exits with status 2)."""
+    for flag, value, high in (("--agents", ns.agents, MAX_AGENTS), ("--steps", ns.steps, MAX_STEPS),
+                              ("--seed", ns.seed, MAX_SEED), ("--port", ns.port, 65535)):
+        if not 0 <= value <= high:
+            parser.error(f"{flag} {value} is out of range: pass a whole number from 0 to {high:,}")
+    if ns.agents * ns.steps > MAX_BACKGROUND_STEPS:
+        parser.error(
+            f"--agents {ns.agents} x --steps {ns.steps} is {ns.agents * ns.steps:,} agent-steps; the limit is "
+            f"{MAX_BACKGROUND_STEPS:,} (about 2.5 KB of traces each, per mode): lower one of them"
+        )
+    problem = _out_problem(ns.out)
+    if problem is not None:
+        parser.error(problem)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     ns = parser.parse_args(argv)
     if ns.promtool is not None and not (ns.promtool.is_file() and os.access(ns.promtool, os.X_OK)):
         parser.error(f"--promtool {str(ns.promtool)!r} is not an executable file; give the path of promtool itself")
+    _check_arguments(parser, ns)
+    try:
+        status = _run(ns)
+        sys.stdout.flush()  # inside the try: a reader that left shows up here, not at exit
+        return status
+    except BrokenPipeError:
+        # The reader went away (``demo | head``): a normal end. Point stdout at /dev/null so
+        # the interpreter's final flush does not fail a second time.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+        return 0
+
+
+def _run(ns: argparse.Namespace) -> int:
     modes = list(MODES) if ns.mode == "both" else [ns.mode]
     try:
         result = run_crew(
