@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import threading
-import time
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +22,10 @@ class Shop:
     def __init__(self, path: Path) -> None:
         self.state = StateStore(SQLiteStore(path))
         self.live = {"policy_version": "14", "tool_schema_version": "2026-07-01", "app": "my-shop"}
-        self.planner = Planner(self.state, bindings={n: (lambda n=n: self.live[n]) for n in self.live}, sample_size=3)
+        self.now = 1_800_000_000.0  # the planner's clock: a test moves it instead of sleeping
+        self.planner = Planner(
+            self.state, bindings={n: (lambda n=n: self.live[n]) for n in self.live}, sample_size=3, clock=lambda: self.now
+        )
         for i in range(4):
             for collection in ("summer-2026", "winter-2026"):
                 key = f"products/{collection[:6]}-{i}"
@@ -116,7 +118,7 @@ def test_concurrent_commits_of_one_plan_write_once(shop: Shop) -> None:
 def test_expired_plan_is_refused(shop: Shop, telemetry_capture: Capture) -> None:
     """A plan past its ttl is refused as plan_expired and writes nothing."""
     plan = shop.plan(ttl_seconds=0.2)
-    time.sleep(0.3)
+    shop.now += 0.3
     before = shop.prices()
     refused = shop.planner.commit_plan(plan["plan_id"])
     assert refused["error"] == c.OUTCOME_PLAN_EXPIRED and refused["retry"] is True
@@ -124,6 +126,13 @@ def test_expired_plan_is_refused(shop: Shop, telemetry_capture: Capture) -> None
     assert shop.prices() == before
     labels = {c.LABEL_TOOL: "commit_plan", c.LABEL_REASON: c.OUTCOME_PLAN_EXPIRED}
     assert telemetry_capture.sample(c.METRIC_REJECTED_WRITES_TOTAL, labels) == 1
+
+
+def test_a_plan_commits_until_its_ttl_runs_out_on_the_planners_clock(shop: Shop) -> None:
+    """Expiry is judged by the injected clock: a plan 0.1 s before its expiry still commits."""
+    plan = shop.plan(ttl_seconds=60)
+    shop.now += 59.9
+    assert shop.planner.commit_plan(plan["plan_id"])["ok"] is True
 
 
 @pytest.mark.parametrize("binding", ["policy_version", "tool_schema_version", "app"])
