@@ -9,8 +9,9 @@ from .envelope import refusal, success
 from .idempotency import IdempotencyKeys
 from .inventory import ScopedTools, ToolRegistry
 from .plans import Action, Planner, PlanWriter, Transform
-from .sqlite import SQLiteStore, StoreBusy
-from .state import ABSENT_VERSION, JSONValue, StateStore
+from .sqlite import SQLiteStore
+from .state import ABSENT_VERSION, DEFAULT_CHANGE_RETENTION, JSONValue, StateStore
+from .store import Store, StoreBusy, StoreUnavailable
 
 # Coordination guards: constraint-carrying delegation, versioned objectives, guarded sends.
 from .delegation import AcceptanceCriterion, Constraint, Delegations, Waiver, carried_ids, record_handoff
@@ -21,6 +22,7 @@ __all__ = [
     "AcceptanceCriterion",
     "Action",
     "Constraint",
+    "DEFAULT_CHANGE_RETENTION",
     "Delegations",
     "IdempotencyKeys",
     "JSONValue",
@@ -30,7 +32,9 @@ __all__ = [
     "SQLiteStore",
     "ScopedTools",
     "StateStore",
+    "Store",
     "StoreBusy",
+    "StoreUnavailable",
     "ToolRegistry",
     "Transform",
     "Waiver",

@@ -394,6 +394,14 @@ class Delegations:
         """
         if not isinstance(context, str):
             raise ConfigurationError(f"legacy_handoff: context must be the hand-off text, got {validation.show(context)}")
+        problems = Problems("legacy_handoff")
+        problems.text("origin_task_id", origin_task_id)
+        problems.text("task_id", task_id, optional=True)
+        problems.text("agent_id", agent_id, optional=True)
+        problems.text("subtask", subtask or "-", limit=MAX_TEXT_LENGTH)
+        if problems:
+            raise ConfigurationError("; ".join(problems.found))
+        context = context.encode("utf-8", "replace").decode("utf-8")  # free text: a lone surrogate becomes "?"
         child_id = task_id if task_id is not None else "task-" + uuid.uuid4().hex[:16]
         with self.store.transaction() as conn:
             origin = Ledger.load(conn, origin_task_id)

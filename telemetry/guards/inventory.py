@@ -131,6 +131,8 @@ class ScopedTools:
 
     def get(self, name: str) -> Callable[..., Any] | None:
         """The tool named ``name`` if these scopes allow it, else None (also for unknown names)."""
+        if not isinstance(name, str):
+            return None
         entry = self._registry._allowed(name, self.scopes)
         return entry.tool if entry is not None else None
 
