@@ -114,20 +114,18 @@ def _out_problem(out: Path) -> str | None:
     return None
 
 
-def _check_arguments(parser: argparse.ArgumentParser, ns: argparse.Namespace) -> None:
-    """Refuse out-of-bounds values up front (``parser.error`` exits with status 2)."""
+def _argument_problem(ns: argparse.Namespace) -> str | None:
+    """What is out of bounds in the arguments (None when nothing is), checked before any work."""
     for flag, value, high in (("--agents", ns.agents, MAX_AGENTS), ("--steps", ns.steps, MAX_STEPS),
                               ("--seed", ns.seed, MAX_SEED), ("--port", ns.port, 65535)):
         if not 0 <= value <= high:
-            parser.error(f"{flag} {value} is out of range: pass a whole number from 0 to {high:,}")
+            return f"{flag} {value} is out of range: pass a whole number from 0 to {high:,}"
     if ns.agents * ns.steps > MAX_BACKGROUND_STEPS:
-        parser.error(
+        return (
             f"--agents {ns.agents} x --steps {ns.steps} is {ns.agents * ns.steps:,} agent-steps; the limit is "
             f"{MAX_BACKGROUND_STEPS:,} (about 2.5 KB of traces each, per mode): lower one of them"
         )
-    problem = _out_problem(ns.out)
-    if problem is not None:
-        parser.error(problem)
+    return _out_problem(ns.out)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -135,7 +133,11 @@ def main(argv: list[str] | None = None) -> int:
     ns = parser.parse_args(argv)
     if ns.promtool is not None and not (ns.promtool.is_file() and os.access(ns.promtool, os.X_OK)):
         parser.error(f"--promtool {str(ns.promtool)!r} is not an executable file; give the path of promtool itself")
-    _check_arguments(parser, ns)
+    problem = _argument_problem(ns)
+    if problem is not None:
+        parser.print_usage(sys.stderr)
+        print(f"{parser.prog}: error: {problem}", file=sys.stderr)
+        return 2
     try:
         status = _run(ns)
         sys.stdout.flush()  # inside the try: a reader that left shows up here, not at exit
