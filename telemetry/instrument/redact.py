@@ -45,9 +45,10 @@ def is_secret_name(name: str) -> bool:
 
 def redact(value: Any, depth: int = 0) -> Any:
     """``value`` with every mapping entry under a secret name replaced by ``[REDACTED]``, through
-    nested mappings, lists, tuples and sets (deeper than 32 levels, the rest is dropped)."""
+    nested mappings, lists, tuples and sets. Raises ValueError for a value nested deeper than 32
+    levels (a cycle, say), which the recorder then names instead of rendering."""
     if depth > 32:
-        return "[...]"
+        raise ValueError("nested deeper than 32 levels")
     if isinstance(value, Mapping):
         return {
             k: (c.REDACTED if isinstance(k, str) and is_secret_name(k) else redact(v, depth + 1)) for k, v in value.items()
