@@ -220,8 +220,8 @@ def build_spec(func: Callable[..., Any], options: ToolOptions) -> ToolSpec:
         if fn is not None and not callable(fn):
             raise ConfigurationError(f"tool {label!r}: {what} must be callable(call, result), got {fn!r}")
     declared = _check_outcomes(label, outcomes)
+    exceptions = _exception_outcomes(label, options.exceptions)
     tool_name = _check_name(name if name is not None else getattr(func, "__name__", None), name is not None)
-    exceptions = _exception_outcomes(tool_name, options.exceptions)
     try:
         signature = inspect.signature(func)
     except (TypeError, ValueError) as exc:
