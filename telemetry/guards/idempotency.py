@@ -121,6 +121,7 @@ class IdempotencyKeys:
         self.lease_seconds = float(lease_seconds)
         self.retry_after_seconds = float(retry_after_seconds)
         self.clock = clock
+        self._heartbeat = _Heartbeat(self.lease_seconds)
         store.ensure_schema(SCHEMA_NAME, DDL)
         self._secret = self._hash_secret()
         self._guarded: list[Callable[..., Any]] = []
@@ -181,14 +182,14 @@ class IdempotencyKeys:
                     ticket = await asyncio.to_thread(guard.claim, args, kwargs)
                     if ticket.answer is not None:
                         return ticket.answer
-                    beat = _Heartbeat(guard, ticket)
+                    beat = self._heartbeat.join(guard, ticket)
                     try:
                         result = await func(*args, **kwargs)
                     except BaseException:
-                        beat.stop()
+                        self._heartbeat.leave(beat)
                         await asyncio.to_thread(guard.release, ticket)
                         raise
-                    beat.stop()
+                    self._heartbeat.leave(beat)
                     await asyncio.to_thread(guard.complete, ticket, result)
                     return result
 
@@ -199,14 +200,14 @@ class IdempotencyKeys:
                 ticket = guard.claim(args, kwargs)
                 if ticket.answer is not None:
                     return ticket.answer
-                beat = _Heartbeat(guard, ticket)
+                beat = self._heartbeat.join(guard, ticket)
                 try:
                     result = func(*args, **kwargs)
                 except BaseException:
-                    beat.stop()
+                    self._heartbeat.leave(beat)
                     guard.release(ticket)
                     raise
-                beat.stop()
+                self._heartbeat.leave(beat)
                 guard.complete(ticket, result)
                 return result
 
@@ -361,36 +362,52 @@ class _Guard:
 
 
 class _Heartbeat:
-    """Renews one running claim's lease every third of it, on a daemon thread, until stopped.
+    """Renews the lease of every claim this process is running, from one daemon thread per
+    :class:`IdempotencyKeys`, every third of ``lease_seconds``.
 
     A slow call therefore keeps its key while its process lives; only a dead holder's lease runs
-    out. ``stop`` does not wait for the thread: a renewal in flight after the call ended changes
-    nothing (it only touches a claim still running under this call's id), and the thread ends at
-    its next wake-up.
+    out. Joining and leaving is a lock and a dict operation (a thread per call would double the
+    cost of a keyed call); the thread starts with the first running claim and ends at a wake-up
+    that finds none. A renewal racing the end of a call changes nothing: it only touches a claim
+    still running under that call's id.
     """
 
-    __slots__ = ("_stop",)
+    def __init__(self, lease_seconds: float) -> None:
+        self._interval = lease_seconds / 3
+        self._lock = threading.Lock()
+        self._running: dict[int, tuple[_Guard, _Ticket]] = {}
+        self._thread: threading.Thread | None = None
 
-    def __init__(self, guard: _Guard, ticket: _Ticket) -> None:
-        self._stop = threading.Event()
-        thread = threading.Thread(
-            target=self._run, args=(guard, ticket), name=f"idempotency-lease {ticket.original_id}", daemon=True
-        )
-        thread.start()
+    def join(self, guard: _Guard, ticket: _Ticket) -> int:
+        """Renew ``ticket`` until :meth:`leave` is called with the returned handle."""
+        handle = id(ticket)
+        with self._lock:
+            self._running[handle] = (guard, ticket)
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(target=self._run, name="idempotency-lease-heartbeat", daemon=True)
+                self._thread.start()
+        return handle
 
-    def _run(self, guard: _Guard, ticket: _Ticket) -> None:
-        interval = guard.keys.lease_seconds / 3
-        while not self._stop.wait(interval):
-            try:
-                if not guard.renew(ticket):
-                    return  # completed, released, or taken over: nothing left to renew
-            except StoreBusy:
-                continue  # the next beat tries again, well inside the lease
-            except Exception as exc:
-                _safe.report(f"renewing the idempotency lease of {guard.scope}", exc)
+    def leave(self, handle: int) -> None:
+        with self._lock:
+            self._running.pop(handle, None)
 
-    def stop(self) -> None:
-        self._stop.set()
+    def _run(self) -> None:
+        while True:
+            time.sleep(self._interval)
+            with self._lock:
+                running = list(self._running.items())
+                if not running:
+                    self._thread = None
+                    return
+            for handle, (guard, ticket) in running:
+                try:
+                    if not guard.renew(ticket):
+                        self.leave(handle)  # taken over after all: nothing left to renew
+                except StoreBusy:
+                    continue  # the next beat tries again, well inside the lease
+                except Exception as exc:
+                    _safe.report(f"renewing the idempotency lease of {guard.scope}", exc)
 
 
 def _duplicate(original_id: str, original_outcome: str | None) -> dict[str, Any]:
