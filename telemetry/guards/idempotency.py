@@ -407,7 +407,7 @@ class _Heartbeat:
                 except StoreBusy:
                     continue  # the next beat tries again, well inside the lease
                 except Exception as exc:
-                    _safe.report(f"renewing the idempotency lease of {guard.scope}", exc)
+                    _safe.report(c.STAGE_GUARD, f"renewing the idempotency lease of {guard.scope}", exc)
 
 
 def _duplicate(original_id: str, original_outcome: str | None) -> dict[str, Any]:
