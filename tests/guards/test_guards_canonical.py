@@ -23,6 +23,7 @@ from telemetry.guards import IdempotencyKeys, SQLiteStore
 from telemetry.guards.validation import BadInput, canonical_payload
 from telemetry.testing import Capture
 
+from . import canonical_worker
 from .hostile import FUZZ
 
 WORKER = Path(__file__).with_name("canonical_worker.py")
@@ -65,15 +66,8 @@ def twin(spec: Any) -> Any:
 
 
 def build(spec: Any) -> Any:
-    if isinstance(spec, dict) and set(spec) == {"__set__"}:
-        return set(spec["__set__"])
-    if isinstance(spec, dict) and set(spec) == {"__tuple__"}:
-        return tuple(build(item) for item in spec["__tuple__"])
-    if isinstance(spec, dict):
-        return {k: build(v) for k, v in spec.items()}
-    if isinstance(spec, list):
-        return [build(item) for item in spec]
-    return spec
+    """The Python value a spec describes (the worker's rule, so both sides build alike)."""
+    return canonical_worker.build(spec, [])
 
 
 def test_canonical_text_is_the_documented_rule() -> None:
