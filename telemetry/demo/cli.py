@@ -22,7 +22,7 @@ from .runner import CrewResult, run_crew, stderr_progress
 from .scenarios import MODES, SCENARIOS
 from .surfaces import audit_summary
 
-__all__ = ["build_parser", "main"]
+__all__ = ["MAX_AGENTS", "MAX_BACKGROUND_STEPS", "MAX_SEED", "MAX_STEPS", "build_parser", "main"]
 
 MAX_AGENTS = 1_000
 MAX_STEPS = 10_000

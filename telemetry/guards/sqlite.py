@@ -24,9 +24,7 @@ from pathlib import Path
 from ..exceptions import ConfigurationError
 from .store import StoreBusy, StoreUnavailable
 
-__all__ = ["BUSY_TIMEOUT_MS", "SQLiteStore", "StoreBusy", "StoreUnavailable"]
-
-__all__ = ["BUSY_TIMEOUT_MS", "SQLiteStore", "StoreBusy"]
+__all__ = ["BUSY_TIMEOUT_MS", "SQLiteStore", "StoreBusy", "StoreUnavailable", "error_code", "map_error"]
 
 BUSY_TIMEOUT_MS = 30_000
 

@@ -111,19 +111,28 @@ class Running:
     Inside, the call is current (for ``current_call()`` and as the parent of nested spans).
     Leaving by an exception finishes the call with it; the exception then propagates untouched
     (``__exit__`` never swallows it). A normal exit leaves finishing to the wrapper, which knows
-    the result.
+    the result and hands it to :meth:`finish` inside the block; an exception :meth:`finish`
+    itself re-raises (a BaseException from a read-back or classifier) leaves the block without
+    finishing the call a second time.
     """
 
-    __slots__ = ("_call", "_runtime", "_tokens")
+    __slots__ = ("_call", "_done", "_runtime", "_tokens")
 
     def __init__(self, call: Call, runtime: Runtime) -> None:
         self._call, self._runtime = call, runtime
+        self._done = False
 
-    def __enter__(self) -> None:
+    def __enter__(self) -> Running:
         self._tokens = enter(self._call)
+        return self
+
+    def finish(self, result: Any) -> Any:
+        """:func:`finish` the call with the tool's ``result`` (still current); return ``result``."""
+        self._done = True
+        return finish(self._call, self._runtime, None, result)
 
     def __exit__(self, exc_type: Any, exc: BaseException | None, traceback: Any) -> Literal[False]:
-        if exc is not None:
+        if exc is not None and not self._done:
             finish(self._call, self._runtime, exc)
         leave(self._tokens)
         return False
@@ -206,6 +215,7 @@ def finish(call: Call, runtime: Runtime, exc: BaseException | None, result: Any 
         interrupted.keep(late)
     if interrupted.exc is not None:
         raise interrupted.exc
+    return result
 
 
 def _finish(call: Call, runtime: Runtime, exc: BaseException | None, result: Any, interrupted: _Interrupted) -> None:
@@ -275,7 +285,6 @@ def _finish(call: Call, runtime: Runtime, exc: BaseException | None, result: Any
         _count(runtime, spec, call, transport, readback, outcome, elapsed, silent)
     except Exception as failure:
         _safe.report(c.STAGE_METRICS, "counting a tool call", failure)
-    return result
 
 
 def silent_failure(told: bool, outcome: str) -> bool:

@@ -42,8 +42,8 @@ def _wrap_sync(func: Callable[..., Any], spec: ToolSpec) -> Callable[..., Any]:
         if runtime is None:
             return func(*args, **kwargs)
         call = begin(spec, runtime, args, kwargs)
-        with Running(call, runtime):
-            return finish(call, runtime, None, func(*args, **kwargs))
+        with Running(call, runtime) as running:
+            return running.finish(func(*args, **kwargs))
 
     return wrapper
 
@@ -55,8 +55,8 @@ def _wrap_async(func: Callable[..., Awaitable[Any]], spec: ToolSpec) -> Callable
         if runtime is None:
             return await func(*args, **kwargs)
         call = begin(spec, runtime, args, kwargs)
-        with Running(call, runtime):
-            return finish(call, runtime, None, await func(*args, **kwargs))
+        with Running(call, runtime) as running:
+            return running.finish(await func(*args, **kwargs))
 
     return wrapper
 
