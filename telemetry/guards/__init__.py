@@ -9,9 +9,10 @@ from .envelope import refusal, success
 from .idempotency import IdempotencyKeys
 from .inventory import ScopedTools, ToolRegistry
 from .plans import Action, Planner, PlanWriter, Transform
+from .postgres import PostgresStore
 from .sqlite import SQLiteStore
 from .state import ABSENT_VERSION, DEFAULT_CHANGE_RETENTION, JSONValue, StateStore
-from .store import Store, StoreBusy, StoreUnavailable
+from .store import Store, StoreBusy, StoreDisconnected, StoreUnavailable, open_store
 
 # Coordination guards: constraint-carrying delegation, versioned objectives, guarded sends.
 from .delegation import AcceptanceCriterion, Constraint, Delegations, Waiver, carried_ids, record_handoff
@@ -29,17 +30,20 @@ __all__ = [
     "Objectives",
     "PlanWriter",
     "Planner",
+    "PostgresStore",
     "SQLiteStore",
     "ScopedTools",
     "StateStore",
     "Store",
     "StoreBusy",
+    "StoreDisconnected",
     "StoreUnavailable",
     "ToolRegistry",
     "Transform",
     "Waiver",
     "carried_ids",
     "guarded_send",
+    "open_store",
     "record_handoff",
     "refusal",
     "success",

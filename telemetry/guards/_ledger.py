@@ -8,12 +8,12 @@ instead of raising, because a tool answers a model with an envelope, not an exce
 
 from __future__ import annotations
 
-import sqlite3
 import uuid
 from dataclasses import dataclass
 from typing import Any
 
 from .. import conventions as c
+from .store import Connection
 
 from . import validation
 from .envelope import refusal
@@ -38,7 +38,7 @@ class Ledger:
     """``(id, text)`` pairs in ledger order."""
 
     @classmethod
-    def load(cls, conn: sqlite3.Connection, task_id: str) -> Ledger | None:
+    def load(cls, conn: Connection, task_id: str) -> Ledger | None:
         """The stored task ``task_id``, or None."""
         row = conn.execute(
             "SELECT task_id, origin_task_id, root_task_id, hop, objective FROM delegation_tasks WHERE task_id = ?",
@@ -59,7 +59,7 @@ class Ledger:
             tuple((item["constraint_id"], item["text"]) for item in items),
         )
 
-    def insert(self, conn: sqlite3.Connection, agent_id: str | None, created_at: str) -> None:
+    def insert(self, conn: Connection, agent_id: str | None, created_at: str) -> None:
         """Store this task and its ledger (inside the caller's write transaction)."""
         conn.execute(
             "INSERT INTO delegation_tasks (task_id, origin_task_id, root_task_id, hop, objective, agent_id, created_at) "
@@ -242,7 +242,7 @@ def parse_handoff(
     return Handoff(subtask_, origin_id, agent_id_, child_id, carried, waivers, criteria, shape)
 
 
-def write_child(conn: sqlite3.Connection, origin: Ledger, request: Handoff, created_at: str) -> Ledger:
+def write_child(conn: Connection, origin: Ledger, request: Handoff, created_at: str) -> Ledger:
     """Store the accepted child task, its waivers and its criteria (inside the caller's transaction)."""
     assert request.subtask is not None and request.agent_id is not None, "no shape problem: both are valid texts"
     hop = origin.hop + 1

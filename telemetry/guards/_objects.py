@@ -8,10 +8,10 @@ is a JSON object whose fields equal every ``field: value`` pair of the predicate
 from __future__ import annotations
 
 import json
-import sqlite3
 from typing import Any, Final
 
 from .. import conventions as c
+from .store import Connection
 from . import validation
 from .envelope import refusal, success
 from .state import ABSENT_VERSION, JSONValue, current_row, put
@@ -23,7 +23,7 @@ OBJECT_SET_HASH: Final = "object_set_hash"
 class PlanWriter:
     """What an action writes through during a commit; every write is logged under the plan."""
 
-    def __init__(self, conn: sqlite3.Connection, plan_id: str, actor: str | None, max_value_bytes: int) -> None:
+    def __init__(self, conn: Connection, plan_id: str, actor: str | None, max_value_bytes: int) -> None:
         self.plan_id = plan_id
         self._conn = conn
         self._actor = actor
@@ -76,7 +76,7 @@ def _equal(found: Any, wanted: Any) -> bool:
     return bool(found == wanted)
 
 
-def match_objects(conn: sqlite3.Connection, object_set: str, predicate: dict[str, Any]) -> list[tuple[str, str]]:
+def match_objects(conn: Connection, object_set: str, predicate: dict[str, Any]) -> list[tuple[str, str]]:
     """``(key, version)`` of every object of the set whose fields equal the predicate, by key.
 
     The set is every key ``{object_set}/...``, nested ones (``{object_set}/a/b``) included."""
@@ -91,7 +91,7 @@ def match_objects(conn: sqlite3.Connection, object_set: str, predicate: dict[str
     return found
 
 
-def object_values(conn: sqlite3.Connection, keys: list[str]) -> list[tuple[str, Any]]:
+def object_values(conn: Connection, keys: list[str]) -> list[tuple[str, Any]]:
     out = []
     for key in keys:
         row = current_row(conn, key)

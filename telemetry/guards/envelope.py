@@ -56,9 +56,6 @@ def success(**fields: Any) -> dict[str, Any]:
     return {c.ENVELOPE_OK: True, **fields}
 
 
-BUSY_RETRY_AFTER_SECONDS = 1.0
-
-
 def refuse_when_busy(func: F) -> F:
     """Turn :class:`~telemetry.guards.store.StoreBusy` into a retryable ``rate_limited`` refusal.
 
@@ -78,10 +75,11 @@ def refuse_when_busy(func: F) -> F:
 
 
 def busy_refusal(busy: StoreBusy) -> dict[str, Any]:
-    """The ``rate_limited`` refusal for a store that stayed locked: nothing written, retry soon."""
+    """The ``rate_limited`` refusal for a store that stayed locked, lost a conflict or lost its
+    connection: nothing written, retry soon."""
     return refusal(
         c.OUTCOME_RATE_LIMITED,
-        f"{busy}. Wait {BUSY_RETRY_AFTER_SECONDS:g} s and send the same call again.",
+        f"{busy}. Wait {busy.retry_after_seconds:g} s and send the same call again.",
         retry=True,
-        retry_after_seconds=BUSY_RETRY_AFTER_SECONDS,
+        retry_after_seconds=busy.retry_after_seconds,
     )

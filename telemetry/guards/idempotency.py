@@ -140,7 +140,7 @@ class IdempotencyKeys:
         """
         with self.store.transaction() as conn:
             conn.execute(
-                "INSERT OR IGNORE INTO guard_meta (name, value) VALUES (?, ?)", (_SECRET_NAME, secrets.token_hex(32))
+                "INSERT INTO guard_meta (name, value) VALUES (?, ?) ON CONFLICT (name) DO NOTHING", (_SECRET_NAME, secrets.token_hex(32))
             )
             row = conn.execute("SELECT value FROM guard_meta WHERE name = ?", (_SECRET_NAME,)).fetchone()
         return bytes.fromhex(row[0])
@@ -279,8 +279,11 @@ class _Guard:
             ).fetchone()
             if row is None or (row["status"] == _RUNNING and row["lease_until"] < now and row["payload_hash"] == payload_hash):
                 conn.execute(
-                    "INSERT OR REPLACE INTO guard_idempotency (scope, key_hash, payload_hash, original_id, status, "
-                    "claimed_at, lease_until) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    "INSERT INTO guard_idempotency (scope, key_hash, payload_hash, original_id, status, "
+                    "claimed_at, lease_until) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (scope, key_hash) DO UPDATE SET "
+                    "payload_hash = excluded.payload_hash, original_id = excluded.original_id, status = excluded.status, "
+                    "result = NULL, outcome = NULL, claimed_at = excluded.claimed_at, "
+                    "lease_until = excluded.lease_until, completed_at = NULL",
                     (self.scope, key_hash, payload_hash, fresh_id, _RUNNING, now, now + self.keys.lease_seconds),
                 )
                 call.set_attribute(c.IDEMPOTENCY_ORIGINAL_ID, fresh_id)

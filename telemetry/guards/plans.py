@@ -28,13 +28,13 @@ from __future__ import annotations
 
 import json
 import secrets
-import sqlite3
 import time
 from collections.abc import Callable, Mapping
 from datetime import datetime, timezone
 from typing import Any, Final, Union
 
 from .. import conventions as c
+from .store import Connection
 from ..instrument import current_call
 from ..instrument import instrument_tool
 from ..exceptions import GuardError
@@ -286,7 +286,7 @@ class Planner:
             ).envelope
 
     def _commit(
-        self, plan: sqlite3.Row, targets: list[tuple[str, str]], bound_to: dict[str, Any], actor: str | None
+        self, plan: Any, targets: list[tuple[str, str]], bound_to: dict[str, Any], actor: str | None
     ) -> dict[str, Any]:
         """Write the plan in one transaction (or refuse when the object set moved: nothing written)."""
         call = current_call()
@@ -364,7 +364,7 @@ class Planner:
         return {name: str(provider()) for name, provider in sorted(self.bindings.items())}
 
 
-def _persisted(conn: sqlite3.Connection, written: dict[str, tuple[str, str]]) -> bool | None:
+def _persisted(conn: Connection, written: dict[str, tuple[str, str]]) -> bool | None:
     """Every object write of the commit persisted as sent (None when it wrote nothing)."""
     if not written:
         return None

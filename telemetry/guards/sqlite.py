@@ -81,6 +81,8 @@ class SQLiteStore:
     otherwise be a separate database).
     """
 
+    dialect = "sqlite"
+
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = resolve_path(path)
         self._memory = self.path == ":memory:"

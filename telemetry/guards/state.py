@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import json
 import secrets
-import sqlite3
 import threading
 import time
 from datetime import timedelta
@@ -35,7 +34,7 @@ from ..exceptions import GuardError
 from . import validation
 from .validation import BadInput
 from .envelope import refusal, refuse_when_busy, success
-from .store import Store, require_store
+from .store import Connection, Store, require_store
 
 __all__ = ["ABSENT_VERSION", "DEFAULT_CHANGE_RETENTION", "JSONValue", "StateStore", "current_row", "persisted", "put"]
 
@@ -84,7 +83,7 @@ def ensure_state_schema(store: Store) -> None:
     store.ensure_schema(SCHEMA_NAME, DDL)
 
 
-def current_row(conn: sqlite3.Connection, key: str) -> tuple[str, str] | None:
+def current_row(conn: Connection, key: str) -> tuple[str, str] | None:
     """``(value_json, version)`` of ``key`` as this transaction sees it, or None when absent.
 
     With :func:`put`, the building blocks of every guarded write, public for code that runs its
@@ -96,7 +95,7 @@ def current_row(conn: sqlite3.Connection, key: str) -> tuple[str, str] | None:
 
 
 def put(
-    conn: sqlite3.Connection,
+    conn: Connection,
     key: str,
     value_json: str,
     previous_version: str,

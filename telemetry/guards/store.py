@@ -2,11 +2,18 @@
 
 Every guard talks to its store through :class:`Store` alone: ``transaction()`` for writes,
 ``read()`` for a consistent snapshot, ``query_one()`` for one lookup, ``ensure_schema()`` at
-start-up. :class:`~telemetry.guards.SQLiteStore` implements it; another backend implements the
-same methods and maps its own errors onto the same two exceptions:
+start-up. :class:`~telemetry.guards.SQLiteStore` and :class:`~telemetry.guards.PostgresStore`
+implement it; another backend implements the same methods and maps its own errors onto the same
+exceptions. The connection a transaction yields takes ``execute(sql, params)`` (and
+``executemany``) with ``?`` placeholders and returns a cursor whose rows read by position and by
+column name; the guards write SQL both dialects accept (``INSERT ... ON CONFLICT``), and a store
+translates what differs (placeholders, column types) itself:
 
-- :class:`StoreBusy`: the store was locked by another writer past the wait; nothing was written
-  and the same call can be retried (guard tools answer ``rate_limited`` with ``retry: true``);
+- :class:`StoreBusy`: the store was locked by another writer past the wait (or, on a server, the
+  transaction lost a serialization conflict); nothing was written and the same call can be
+  retried (guard tools answer ``rate_limited`` with ``retry: true`` and ``retry_after_seconds``).
+  Its subclass :class:`StoreDisconnected` says the connection to a database server was lost or
+  could not be had in time: the server rolled the transaction back, and a retry can succeed;
 - :class:`StoreUnavailable`: the store cannot do the work at all (read-only, full, corrupt,
   unopenable); no retry helps until an operator fixes what the message names.
 """
@@ -18,24 +25,40 @@ from typing import Any, Protocol, runtime_checkable
 
 from ..exceptions import ConfigurationError, GuardError
 
-__all__ = ["Store", "StoreBusy", "StoreUnavailable", "require_store"]
+__all__ = ["Connection", "Store", "StoreBusy", "StoreDisconnected", "StoreUnavailable", "open_store", "require_store"]
 
 
 class StoreBusy(GuardError):
     """The store's write lock could not be had within the busy timeout (another writer held it
     throughout). Nothing was written; the operation can be retried."""
 
-    def __init__(self, path: str, cause: BaseException, *, waited_seconds: float) -> None:
+    def __init__(
+        self,
+        path: str,
+        cause: BaseException,
+        *,
+        waited_seconds: float,
+        message: str | None = None,
+        retry_after_seconds: float = 1.0,
+    ) -> None:
         super().__init__(
-            f"the guard store {path} stayed locked by another writer for {waited_seconds:g} s ({cause}); "
+            message
+            or f"the guard store {path} stayed locked by another writer for {waited_seconds:g} s ({cause}); "
             f"nothing was written: retry, and look for a long transaction (a large plan commit) holding the lock"
         )
         self.path = path
+        self.retry_after_seconds = retry_after_seconds
+
+
+class StoreDisconnected(StoreBusy):
+    """The connection to the store's server was lost mid-call, or none could be had within the
+    connect timeout. The server rolls back a transaction whose connection died, so nothing was
+    half-applied; the same call can be retried once the server answers again."""
 
 
 class StoreUnavailable(GuardError):
     """The store cannot serve the call: ``reason`` is one of ``read_only``, ``full``,
-    ``corrupt``, ``cannot_open``, ``io_error``, ``permission``. Retrying does not help; the
+    ``corrupt``, ``cannot_open``, ``io_error``, ``permission``, ``cannot_connect``. Retrying does not help; the
     message says what is wrong with which file and what to do."""
 
     def __init__(self, path: str, reason: str, message: str) -> None:
@@ -44,11 +67,24 @@ class StoreUnavailable(GuardError):
         self.reason = reason
 
 
+class Connection(Protocol):
+    """What ``transaction()`` and ``read()`` yield: statements with ``?`` placeholders."""
+
+    def execute(self, sql: str, params: Any = ..., /) -> Any:
+        """Run one statement with bound ``params``; a cursor (``fetchone``, ``fetchall``, iteration, ``rowcount``)."""
+
+    def executemany(self, sql: str, rows: Any, /) -> Any:
+        """Run one statement once per parameter row."""
+
+
 @runtime_checkable
 class Store(Protocol):
     """The storage interface every guard uses (see the module docstring)."""
 
     path: str
+    """Where the store is, for messages (a file path, or a server URL without its password)."""
+    dialect: str
+    """The SQL dialect of the store's connection (``sqlite`` or ``postgresql``)."""
 
     def transaction(self) -> AbstractContextManager[Any]:
         """A write transaction: commits on success, rolls back on error."""
@@ -67,6 +103,23 @@ def require_store(store: Any, who: str) -> Store:
     """``store`` when it implements :class:`Store`; else a ConfigurationError naming ``who``."""
     if not isinstance(store, Store):
         raise ConfigurationError(
-            f"{who} needs a guard store (telemetry.guards.SQLiteStore, or another Store), got {type(store).__name__}"
+            f"{who} needs a guard store (telemetry.guards.SQLiteStore, PostgresStore, or another Store), "
+            f"got {type(store).__name__}"
         )
     return store
+
+
+SERVER_SCHEMES = ("postgresql://", "postgres://")
+
+
+def open_store(target: Any) -> Store:
+    """The store ``target`` names: a ``postgresql://`` URL opens a
+    :class:`~telemetry.guards.PostgresStore`, anything else is a SQLite file path (or
+    ``":memory:"``). One string, so a CLI flag, a worker's argument or a setting can name either."""
+    if isinstance(target, str) and target.startswith(SERVER_SCHEMES):
+        from .postgres import PostgresStore
+
+        return PostgresStore(target)
+    from .sqlite import SQLiteStore
+
+    return SQLiteStore(target)

@@ -154,7 +154,9 @@ def _render(value: Any, limit: int, depth: int) -> str:
 def text_problem(name: str, value: Any, *, limit: int = MAX_ID_LENGTH) -> str | None:
     """What is wrong with ``value`` as the text argument ``name`` (None when nothing is).
 
-    A text is a non-blank ``str`` of at most ``limit`` characters that UTF-8 can carry.
+    A text is a non-blank ``str`` of at most ``limit`` characters that UTF-8 can carry, without
+    a NUL character (PostgreSQL's text cannot hold one, so no store accepts it: a key that works
+    on one store works on every store).
     """
     if not isinstance(value, str):
         return f"{name} must be a string, got {_type_name(value)} {show(value)}; send a non-empty string"
@@ -162,6 +164,8 @@ def text_problem(name: str, value: Any, *, limit: int = MAX_ID_LENGTH) -> str | 
         return f"{name} must be a non-empty string, got {show(value)}"
     if len(value) > limit:
         return f"{name} is {len(value)} characters long; the limit is {limit}: send a shorter {name}"
+    if "\0" in value:
+        return f"{name} contains a NUL character (\\x00): {show(value)}; send text without it"
     if not value.isascii():
         try:
             value.encode("utf-8")

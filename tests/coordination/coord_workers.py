@@ -1,6 +1,6 @@
 """Processes for the cross-process supersession test: one superseder, several read-and-send agents.
 
-Each worker opens its own ``SQLiteStore`` on the shared file and writes what it saw as JSON to
+Each worker opens its own store (``open_store``) on the shared database and writes what it saw as JSON to
 its own log file (so the parent never blocks on a pipe). Times are ``time.monotonic_ns()``,
 one clock for every process on the machine.
 """
@@ -14,8 +14,7 @@ from typing import Any
 
 from telemetry import agent
 from telemetry import conventions as c
-from telemetry.guards import Objectives, guarded_send
-from telemetry.guards.sqlite import SQLiteStore
+from telemetry.guards import Objectives, guarded_send, open_store
 from telemetry.testing import capture
 
 POLICY = "refund-policy"
@@ -28,7 +27,7 @@ def supersede_many(db: str, count: int, log_path: str, done: Any, start: Any, se
     ``start`` is a barrier every worker reaches once set up, so the race really is a race.
     """
     rng = random.Random(seed)
-    objectives = Objectives(SQLiteStore(db))
+    objectives = Objectives(open_store(db))
     start.wait(WAIT_SECONDS)
     entries = []
     try:
@@ -57,7 +56,7 @@ def read_and_send(
     """Read the policy and send against it ``count`` times; once supersession is done, send with
     ``stale_version`` (the first published one), which must be refused."""
     rng = random.Random(seed)
-    objectives = Objectives(SQLiteStore(db))
+    objectives = Objectives(open_store(db))
 
     @guarded_send(objectives, policy_task_id=POLICY)
     def send_customer_message(ticket_id: str, body: str, policy_version: str) -> dict[str, Any]:

@@ -1,4 +1,4 @@
-"""Supersession racing reads and sends across processes on one SQLite file: no send is accepted
+"""Supersession racing reads and sends across processes on one database (SQLite, then PostgreSQL): no send is accepted
 against a version that was superseded before its check, and every refusal is counted."""
 
 from __future__ import annotations
@@ -11,8 +11,7 @@ from typing import Any
 import pytest
 
 from telemetry import conventions as c
-from telemetry.guards import Objectives
-from telemetry.guards.sqlite import SQLiteStore
+from telemetry.guards import Objectives, open_store
 
 from .coord_workers import POLICY, read_and_send, supersede_many
 
@@ -23,10 +22,10 @@ JOIN_SECONDS = 90
 
 
 @pytest.mark.slow
-def test_no_send_is_accepted_against_a_version_superseded_before_its_check(tmp_path: Path) -> None:
+def test_no_send_is_accepted_against_a_version_superseded_before_its_check(store_url: str, tmp_path: Path) -> None:
     """Across 4 processes, accepted sends of each version all precede that version's supersession."""
-    db = str(tmp_path / "crew.db")
-    objectives = Objectives(SQLiteStore(db))
+    db = store_url
+    objectives = Objectives(open_store(db))
     first = objectives.publish_objective(POLICY, "Credit up to $31")["version"]
     ctx = multiprocessing.get_context("spawn")
     done, start = ctx.Event(), ctx.Barrier(SENDERS + 1, timeout=JOIN_SECONDS)

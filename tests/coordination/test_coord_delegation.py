@@ -12,7 +12,7 @@ import pytest
 from telemetry import conventions as c
 from telemetry import instrument_tool
 from telemetry.exceptions import ConfigurationError
-from telemetry.guards import Delegations, carried_ids, record_handoff
+from telemetry.guards import Delegations, carried_ids, open_store, record_handoff
 from telemetry.guards.sqlite import SQLiteStore
 from telemetry.runtime.otlp_json import encode_traces_data
 from telemetry.testing import Capture
@@ -26,8 +26,8 @@ ROOT = [
 
 
 @pytest.fixture
-def ledger(tmp_path: Path) -> Delegations:
-    store = SQLiteStore(tmp_path / "crew.db")
+def ledger(store_url: str) -> Delegations:
+    store = open_store(store_url)
     found = Delegations(store)
     found.register_task("T0", "Make the API faster", ROOT, agent_id="lead")
     return found
@@ -51,9 +51,9 @@ def attrs(span: Any) -> dict[str, Any]:
     return dict(span.attributes or {})
 
 
-def test_register_task_span_names_root_hop_zero_and_all_ids(tmp_path: Path, telemetry_capture: Capture) -> None:
+def test_register_task_span_names_root_hop_zero_and_all_ids(store_url: str, telemetry_capture: Capture) -> None:
     """register_task puts task id = root id, hop 0 and every constraint id on its span."""
-    ledger = Delegations(SQLiteStore(tmp_path / "crew.db"))
+    ledger = Delegations(open_store(store_url))
     result = ledger.register_task("T0", "Make the API faster", ROOT)
     assert result["ok"] and result["created"] and result["hop"] == 0
     a = attrs(telemetry_capture.span(c.TOOL_REGISTER_TASK))
@@ -257,9 +257,9 @@ def test_legacy_handoff_wiring_errors_raise_naming_the_task(ledger: Delegations)
         ledger.legacy_handoff("text", origin_task_id="T0", task_id="L1")
 
 
-def test_oversized_constraint_text_is_invalid_and_registers_nothing(tmp_path: Path) -> None:
+def test_oversized_constraint_text_is_invalid_and_registers_nothing(store_url: str) -> None:
     """A constraint text over the cap, or with a lone surrogate, is refused with the item named; no task is stored."""
-    ledger = Delegations(SQLiteStore(tmp_path / "crew.db"))
+    ledger = Delegations(open_store(store_url))
     for text, needle in (("y" * 20_000, "the limit is 16384"), ("\udc00 budget", "not valid Unicode text")):
         refused = ledger.register_task("T9", "objective", [{"id": "C1", "text": text}], "lead")
         assert refused["error"] == c.OUTCOME_INVALID_ARGUMENT and needle in refused["message"]

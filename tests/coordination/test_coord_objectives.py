@@ -13,7 +13,7 @@ import pytest
 from telemetry import agent, instrument_tool
 from telemetry import conventions as c
 from telemetry.exceptions import ConfigurationError
-from telemetry.guards import Objectives, guarded_send
+from telemetry.guards import Objectives, guarded_send, open_store
 from telemetry.guards.sqlite import SQLiteStore
 from telemetry.testing import Capture
 
@@ -21,8 +21,8 @@ POLICY = "refund-policy"
 
 
 @pytest.fixture
-def objectives(tmp_path: Path) -> Objectives:
-    return Objectives(SQLiteStore(tmp_path / "crew.db"))
+def objectives(store_url: str) -> Objectives:
+    return Objectives(open_store(store_url))
 
 
 def attrs(span: Any) -> dict[str, Any]:

@@ -14,7 +14,7 @@ from typing import Any
 
 from telemetry import instrument_tool
 from telemetry import conventions as c
-from telemetry.guards import IdempotencyKeys, SQLiteStore
+from telemetry.guards import IdempotencyKeys, open_store
 
 
 def build(spec: Any, orders: list[list[Any]]) -> Any:
@@ -32,7 +32,7 @@ def build(spec: Any, orders: list[list[Any]]) -> Any:
 
 
 def main(db: str, calls_path: str, out_path: str) -> None:
-    keys = IdempotencyKeys(SQLiteStore(db))
+    keys = IdempotencyKeys(open_store(db))
     runs: list[int] = []
 
     @instrument_tool(name="book_shipment", kind=c.KIND_WRITE)

@@ -1,4 +1,4 @@
-"""Processes for the guards' multi-process tests: each opens its own store on the shared file.
+"""Processes for the guards' multi-process tests: each opens its own store on the shared database.
 
 Workers write what they saw as JSON to their own file, so the parent never blocks on a pipe.
 """
@@ -13,7 +13,7 @@ from typing import Any
 
 from telemetry import conventions as c
 from telemetry import instrument_tool
-from telemetry.guards import IdempotencyKeys, SQLiteStore, StateStore
+from telemetry.guards import IdempotencyKeys, StateStore, open_store
 from telemetry.testing import capture
 
 WAIT_SECONDS = 60.0
@@ -22,7 +22,7 @@ COUNTER_KEY = "counter"
 
 def hammer(db: str, threads: int, increments: int, out_path: str, start: Any) -> None:
     """``threads`` threads each add 1 to the counter ``increments`` times by read-modify-write."""
-    state = StateStore(SQLiteStore(db))
+    state = StateStore(open_store(db))
     seen = {"accepted": 0, "rejected": 0, "unexpected": 0}
     lock = threading.Lock()
 
@@ -60,7 +60,7 @@ def hammer(db: str, threads: int, increments: int, out_path: str, start: Any) ->
 
 def replay_charge(db: str, key: str, runs_path: str, out_path: str, start: Any) -> None:
     """Call one keyed, slow, non-idempotent charge until it answers with something other than in_progress."""
-    keys = IdempotencyKeys(SQLiteStore(db), retry_after_seconds=0.05)
+    keys = IdempotencyKeys(open_store(db), retry_after_seconds=0.05)
 
     @instrument_tool(name="charge_card", kind=c.KIND_WRITE)
     @keys.idempotent()
@@ -90,7 +90,7 @@ def replay_charge(db: str, key: str, runs_path: str, out_path: str, start: Any) 
 
 def crash_holding_claim(db: str, key: str, start: Any) -> None:
     """Claim ``key`` and die inside the tool, as a process killed mid-write would."""
-    keys = IdempotencyKeys(SQLiteStore(db), lease_seconds=600)
+    keys = IdempotencyKeys(open_store(db), lease_seconds=600)
 
     @keys.idempotent(scope="crashy")
     def crashy_write(n: int, idempotency_key: str) -> dict[str, Any]:

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import json
 import os
-import sqlite3
 from typing import Any
 
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 
 from telemetry import conventions as c
+from telemetry.guards import Store
 
 FUZZ = settings(
     max_examples=int(os.environ.get("GUARD_FUZZ_EXAMPLES", "40")),
@@ -76,13 +76,16 @@ def assert_envelope(result: Any) -> None:
     text.encode("utf-8")  # no lone surrogate anywhere in the answer
 
 
-def assert_consistent(path: str) -> None:
-    """The database passes SQLite's own integrity check and every guard's row invariants."""
-    conn = sqlite3.connect(path)
-    try:
-        assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
-        assert conn.execute("PRAGMA foreign_key_check").fetchall() == []
-        tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+def assert_consistent(store: Store) -> None:
+    """The database passes its own integrity check (SQLite's) and every guard's row invariants."""
+    with store.read() as conn:
+        if store.dialect == "sqlite":
+            assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+            assert conn.execute("PRAGMA foreign_key_check").fetchall() == []
+            listing = "SELECT name FROM sqlite_master WHERE type = 'table'"
+        else:
+            listing = "SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema()"
+        tables = {row[0] for row in conn.execute(listing)}
         if "guard_state" in tables:  # every current version was logged by the write that made it
             unlogged = conn.execute(
                 "SELECT s.key FROM guard_state s WHERE NOT EXISTS "
@@ -105,8 +108,7 @@ def assert_consistent(path: str) -> None:
             assert stray == [], stray
         if "objective_versions" in tables:  # each task: versions 1..n, only the last one current
             for task_id, n, top, current in conn.execute(
-                "SELECT task_id, count(*), max(seq), sum(superseded_at IS NULL) FROM objective_versions GROUP BY task_id"
+                "SELECT task_id, count(*), max(seq), sum(CASE WHEN superseded_at IS NULL THEN 1 ELSE 0 END) "
+                "FROM objective_versions GROUP BY task_id"
             ):
                 assert n == top and current == 1, (task_id, n, top, current)
-    finally:
-        conn.close()

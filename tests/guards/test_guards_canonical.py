@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from telemetry import instrument_tool
 from telemetry import conventions as c
-from telemetry.guards import IdempotencyKeys, SQLiteStore
+from telemetry.guards import IdempotencyKeys, SQLiteStore, open_store
 from telemetry.guards.validation import BadInput, canonical_payload
 from telemetry.testing import Capture
 
@@ -97,12 +97,12 @@ def test_a_payload_without_a_canonical_form_is_refused_naming_the_argument(value
 
 
 @pytest.fixture
-def keys(tmp_path: Path) -> IdempotencyKeys:
-    return IdempotencyKeys(SQLiteStore(tmp_path / "guards.db"), lease_seconds=30)
+def keys(store_url: str) -> IdempotencyKeys:
+    return IdempotencyKeys(open_store(store_url), lease_seconds=30)
 
 
 @FUZZ
-@given(spec=specs, key=st.text(min_size=1, max_size=20).filter(str.strip))
+@given(spec=specs, key=st.text(st.characters(blacklist_characters="\0"), min_size=1, max_size=20).filter(str.strip))
 def test_a_canonical_twin_replays_and_a_different_payload_is_refused(keys: IdempotencyKeys, spec: Any, key: str) -> None:
     """The same meaning replays without running; a different amount with the same key is refused."""
     runs: list[int] = []
@@ -121,17 +121,17 @@ def test_a_canonical_twin_replays_and_a_different_payload_is_refused(keys: Idemp
     assert other["error"] == c.OUTCOME_DUPLICATE_REQUEST and runs == [1]
 
 
-def _run_worker(db: Path, calls: list[dict[str, Any]], tmp: Path, seed: int) -> dict[str, Any]:
+def _run_worker(db: str, calls: list[dict[str, Any]], tmp: Path, seed: int) -> dict[str, Any]:
     calls_path, out_path = tmp / f"calls-{seed}.json", tmp / f"out-{seed}.json"
     calls_path.write_text(json.dumps(calls), encoding="utf-8")
     env = {**os.environ, "PYTHONHASHSEED": str(seed)}
-    subprocess.run([sys.executable, str(WORKER), str(db), str(calls_path), str(out_path)], env=env, check=True, timeout=120)
+    subprocess.run([sys.executable, str(WORKER), db, str(calls_path), str(out_path)], env=env, check=True, timeout=120)
     result: dict[str, Any] = json.loads(out_path.read_text(encoding="utf-8"))
     return result
 
 
 @pytest.mark.slow
-def test_twins_replay_across_processes_with_different_hash_seeds(tmp_path: Path) -> None:
+def test_twins_replay_across_processes_with_different_hash_seeds(store_url: str, tmp_path: Path) -> None:
     """Process one books; processes with other PYTHONHASHSEEDs send canonical twins (replayed,
     nothing runs) and different payloads (refused). Set iteration order really differs."""
     tags = [f"tag-{i}" for i in range(40)]
@@ -142,7 +142,7 @@ def test_twins_replay_across_processes_with_different_hash_seeds(tmp_path: Path)
     twins = [{**call, "amount": float(call["amount"]), "tags": {"__set__": list(reversed(call["tags"]["__set__"]))},
               "meta": {"a": call["meta"]["a"], "b": {"__tuple__": [1, 2.0]}}} for call in base]
     different = [{**call, "tags": {"__set__": tags[: len(call["tags"]["__set__"]) - 1]}} for call in base]
-    db = tmp_path / "guards.db"
+    db = store_url
     first = _run_worker(db, base, tmp_path, 1)
     assert first["runs"] == 5 and all(a == {"ok": True, "booking": f"b-k{i}"} for i, a in enumerate(first["answers"]))
     second = _run_worker(db, twins, tmp_path, 2)

@@ -1,4 +1,4 @@
-"""Real processes on one SQLite file: compare-and-set under contention, idempotency under replay."""
+"""Real processes on one database (a SQLite file, a PostgreSQL server): compare-and-set under contention, idempotency under replay."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from telemetry.guards import SQLiteStore, StateStore
+from telemetry.guards import StateStore, open_store
 
 from . import guard_workers
 
@@ -32,10 +32,10 @@ def _run(target: object, arg_sets: list[tuple[object, ...]]) -> None:
 
 
 @pytest.mark.slow
-def test_no_lost_update_and_every_rejection_counted(tmp_path: Path) -> None:
+def test_no_lost_update_and_every_rejection_counted(store_url: str, tmp_path: Path) -> None:
     """4 processes x 8 threads of read-modify-write lose no update; rejections seen equal rejections counted."""
-    db = str(tmp_path / "guards.db")
-    state = StateStore(SQLiteStore(db))
+    db = store_url
+    state = StateStore(open_store(db))
     created = state.write_state(guard_workers.COUNTER_KEY, 0, "absent")
     assert created["ok"]
     outs = [tmp_path / f"out{i}.json" for i in range(PROCESSES)]
@@ -56,10 +56,10 @@ def test_no_lost_update_and_every_rejection_counted(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-def test_concurrent_replays_run_the_write_once(tmp_path: Path) -> None:
+def test_concurrent_replays_run_the_write_once(store_url: str, tmp_path: Path) -> None:
     """Four processes sending one idempotency key at once: the charge runs once, everyone gets its result."""
-    db = str(tmp_path / "guards.db")
-    SQLiteStore(db)
+    db = store_url
+    open_store(db)
     runs = tmp_path / "runs.log"
     outs = [tmp_path / f"out{i}.json" for i in range(4)]
     _run(guard_workers.replay_charge, [(db, "order-77-charge", str(runs), str(out)) for out in outs])

@@ -13,15 +13,15 @@ import pytest
 
 from telemetry import ConfigurationError, instrument_tool
 from telemetry import conventions as c
-from telemetry.guards import IdempotencyKeys, SQLiteStore
+from telemetry.guards import IdempotencyKeys, SQLiteStore, open_store
 from telemetry.testing import Capture
 
 from . import guard_workers
 
 
 @pytest.fixture
-def keys(tmp_path: Path) -> IdempotencyKeys:
-    return IdempotencyKeys(SQLiteStore(tmp_path / "guards.db"), lease_seconds=30, retry_after_seconds=0.5)
+def keys(store_url: str) -> IdempotencyKeys:
+    return IdempotencyKeys(open_store(store_url), lease_seconds=30, retry_after_seconds=0.5)
 
 
 class Refunds:
@@ -141,10 +141,10 @@ def test_claim_held_by_a_running_call_answers_in_progress(keys: IdempotencyKeys,
     assert slow_send("hi", idempotency_key="k")["deduplicated"] is True
 
 
-def test_claim_of_a_crashed_process_is_taken_over_after_its_lease(tmp_path: Path) -> None:
+def test_claim_of_a_crashed_process_is_taken_over_after_its_lease(store_url: str) -> None:
     """A process that died holding a key blocks it only until the lease ends, then the retry runs."""
-    db = str(tmp_path / "guards.db")
-    keys = IdempotencyKeys(SQLiteStore(db), lease_seconds=600)  # long: the lease ends when the test says
+    db = store_url
+    keys = IdempotencyKeys(open_store(db), lease_seconds=600)  # long: the lease ends when the test says
     ctx = multiprocessing.get_context("spawn")
     start = ctx.Event()
     proc = ctx.Process(target=guard_workers.crash_holding_claim, args=(db, "k", start))

@@ -8,13 +8,13 @@ import pytest
 
 from telemetry import ConfigurationError, GuardError
 from telemetry import conventions as c
-from telemetry.guards import Planner, SQLiteStore, StateStore, ToolRegistry
+from telemetry.guards import Planner, SQLiteStore, StateStore, ToolRegistry, open_store
 from telemetry.testing import Capture
 
 
 @pytest.fixture
-def registry(tmp_path: Path) -> ToolRegistry:
-    state = StateStore(SQLiteStore(tmp_path / "guards.db"))
+def registry(store_url: str) -> ToolRegistry:
+    state = StateStore(open_store(store_url))
     planner = Planner(state)
     registry = ToolRegistry()
     registry.register(state.read_state, scopes=["state:read"])

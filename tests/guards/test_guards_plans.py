@@ -10,7 +10,7 @@ import pytest
 
 from telemetry import GuardError
 from telemetry import conventions as c
-from telemetry.guards import ABSENT_VERSION, Planner, PlanWriter, SQLiteStore, StateStore
+from telemetry.guards import ABSENT_VERSION, PlanWriter, Planner, SQLiteStore, StateStore, open_store
 from telemetry.testing import Capture
 
 SUMMER = {"collection": "summer-2026"}
@@ -19,8 +19,8 @@ SUMMER = {"collection": "summer-2026"}
 class Shop:
     """Eight products in two collections and a planner with policy, schema and app bindings."""
 
-    def __init__(self, path: Path) -> None:
-        self.state = StateStore(SQLiteStore(path))
+    def __init__(self, store_url: str) -> None:
+        self.state = StateStore(open_store(store_url))
         self.live = {"policy_version": "14", "tool_schema_version": "2026-07-01", "app": "my-shop"}
         self.now = 1_800_000_000.0  # the planner's clock: a test moves it instead of sleeping
         self.planner = Planner(
@@ -46,8 +46,8 @@ class Shop:
 
 
 @pytest.fixture
-def shop(tmp_path: Path) -> Shop:
-    return Shop(tmp_path / "guards.db")
+def shop(store_url: str) -> Shop:
+    return Shop(store_url)
 
 
 def test_plan_writes_nothing_and_describes_the_target(shop: Shop, telemetry_capture: Capture) -> None:
@@ -280,9 +280,9 @@ def test_invalid_write_inside_an_action_rolls_everything_back(shop: Shop) -> Non
         assert conn.execute("SELECT count(*) FROM guard_changes WHERE change_ref = ?", (plan["plan_id"],)).fetchone()[0] == 0
 
 
-def test_plan_size_cap(tmp_path: Path) -> None:
+def test_plan_size_cap(store_url: str) -> None:
     """A predicate matching more objects than the planner allows is refused: narrow or split."""
-    shop = Shop(tmp_path / "g.db")
+    shop = Shop(store_url)
     small = Planner(shop.state, max_objects=3)
     small.register_transform("reprice", lambda v, p: v)
     result = small.plan_change("reprice", "products", SUMMER)

@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 from telemetry import conventions as c
 from telemetry import instrument_tool
 from telemetry.guards import (
+    open_store,
     ABSENT_VERSION,
     Delegations,
     IdempotencyKeys,
@@ -37,9 +38,10 @@ maybe = st.one_of(st.none(), anything)
 class Crew:
     """One store with every guard on it, seeded with a little valid data to aim at."""
 
-    def __init__(self, path: Path) -> None:
-        self.path = str(path)
-        store = SQLiteStore(path)
+    def __init__(self, store_url: str) -> None:
+        self.path = store_url
+        store = open_store(store_url)
+        self.store = store
         self.state = StateStore(store)
         self.state.write_state("products/a", {"collection": "summer", "price": 100}, ABSENT_VERSION)
         self.planner = Planner(self.state, bindings={"policy_version": lambda: "14"})
@@ -65,13 +67,13 @@ class Crew:
 
 
 @pytest.fixture
-def crew(tmp_path: Path, telemetry_capture: Capture) -> Crew:
-    return Crew(tmp_path / "crew.db")
+def crew(store_url: str, telemetry_capture: Capture) -> Crew:
+    return Crew(store_url)
 
 
 def answered(crew: Crew, result: Any) -> Any:
     assert_envelope(result)
-    assert_consistent(crew.path)
+    assert_consistent(crew.store)
     return result
 
 

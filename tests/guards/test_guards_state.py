@@ -11,13 +11,13 @@ import pytest
 
 from telemetry import GuardError
 from telemetry import conventions as c
-from telemetry.guards import ABSENT_VERSION, SQLiteStore, StateStore
+from telemetry.guards import ABSENT_VERSION, SQLiteStore, StateStore, open_store
 from telemetry.testing import Capture
 
 
 @pytest.fixture
-def state(tmp_path: Path) -> StateStore:
-    return StateStore(SQLiteStore(tmp_path / "guards.db"))
+def state(store_url: str) -> StateStore:
+    return StateStore(open_store(store_url))
 
 
 def _rows(state: StateStore) -> list[tuple[Any, ...]]:
@@ -133,16 +133,25 @@ def test_forced_write_needs_an_operator_and_leaves_evidence(state: StateStore, t
         assert tuple(conn.execute("SELECT actor, forced FROM guard_changes ORDER BY seq DESC").fetchone()) == ("alice@ops", 1)
 
 
-def test_readback_reads_the_database(state: StateStore, telemetry_capture: Capture, tmp_path: Path) -> None:
-    """When the database does not hold what was sent (a trigger rewrites it), the read-back says mismatch."""
-    state.write_state("k", "v0", ABSENT_VERSION)
-    raw = sqlite3.connect(tmp_path / "guards.db")
-    raw.execute(
+TRUNCATING_TRIGGER = {
+    "sqlite": [
         "CREATE TRIGGER truncate AFTER UPDATE ON guard_state BEGIN "
         "UPDATE guard_state SET value = '\"cut\"' WHERE key = NEW.key; END"
-    )
-    raw.commit()
-    raw.close()
+    ],
+    "postgresql": [
+        "CREATE FUNCTION truncate_value() RETURNS trigger LANGUAGE plpgsql AS "
+        "$$ BEGIN NEW.value := '\"cut\"'; RETURN NEW; END $$",
+        "CREATE TRIGGER truncate BEFORE UPDATE ON guard_state FOR EACH ROW EXECUTE FUNCTION truncate_value()",
+    ],
+}
+
+
+def test_readback_reads_the_database(state: StateStore, telemetry_capture: Capture) -> None:
+    """When the database does not hold what was sent (a trigger rewrites it), the read-back says mismatch."""
+    state.write_state("k", "v0", ABSENT_VERSION)
+    with state.store.transaction() as conn:
+        for statement in TRUNCATING_TRIGGER[state.store.dialect]:
+            conn.execute(statement)
     result = state.write_state("k", "a long value", state.read_state("k")["version"])
     assert result["ok"]  # the store said yes...
     span = telemetry_capture.spans("write_state")[-1].attributes

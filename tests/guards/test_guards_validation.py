@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 
 from telemetry import conventions as c
-from telemetry.guards import ABSENT_VERSION, Delegations, IdempotencyKeys, Objectives, Planner, SQLiteStore, StateStore
+from telemetry.guards import ABSENT_VERSION, Delegations, IdempotencyKeys, Objectives, Planner, SQLiteStore, StateStore, open_store
 from telemetry.guards.validation import MAX_ID_LENGTH, MAX_SHOWN, MAX_TEXT_LENGTH, show
 
 from .hostile import FUZZ, HUGE_TEXT, RaisingRepr, anything, nested
@@ -34,9 +34,9 @@ def test_show_names_what_it_cannot_print() -> None:
 
 
 @pytest.fixture
-def guards(tmp_path: Path) -> dict[str, Callable[[Any], dict[str, Any]]]:
+def guards(store_url: str) -> dict[str, Callable[[Any], dict[str, Any]]]:
     """One id-taking call per guard, each given the id under test."""
-    store = SQLiteStore(tmp_path / "g.db")
+    store = open_store(store_url)
     state = StateStore(store)
     planner = Planner(state)
     delegations = Delegations(store)
@@ -85,9 +85,9 @@ def test_an_id_at_the_limit_is_accepted_by_every_guard(guards: dict[str, Any]) -
         assert answer["ok"] or answer["error"] == c.OUTCOME_NOT_FOUND, (name, answer)
 
 
-def test_free_texts_share_one_limit(tmp_path: Path) -> None:
+def test_free_texts_share_one_limit(store_url: str) -> None:
     """An objective and a constraint text are both capped at MAX_TEXT_LENGTH."""
-    store = SQLiteStore(tmp_path / "g.db")
+    store = open_store(store_url)
     long = "t" * (MAX_TEXT_LENGTH + 1)
     assert f"the limit is {MAX_TEXT_LENGTH}" in Objectives(store).publish_objective("p", long)["message"]
     refused = Delegations(store).register_task("T", "o", [{"id": "C1", "text": long}])

@@ -1,0 +1,100 @@
+"""PostgreSQL failures mapped onto the guards' store exceptions by SQLSTATE, never by class.
+
+The SQLSTATE is the server's own classification of an error (https://www.postgresql.org/docs/
+current/errcodes-appendix.html): conflicts and timeouts a retry resolves become
+:class:`StoreBusy`; a connection that died (or a server shutting down) becomes
+:class:`StoreDisconnected`; a server that cannot do the work at all becomes
+:class:`StoreUnavailable` naming what to fix. Anything else (a constraint violation, a
+programming error) is returned unchanged, to surface as the bug it is.
+"""
+
+from __future__ import annotations
+
+from .store import StoreBusy, StoreDisconnected, StoreUnavailable
+
+RETRY_AFTER_SECONDS = 1.0
+
+_BUSY = {
+    "40001": "lost a serialization conflict with a concurrent transaction",
+    "40P01": "was chosen as a deadlock victim",
+    "55P03": "waited past lock_timeout for a lock another writer held",
+    "57014": "ran past statement_timeout (a long transaction may hold the write lock)",
+    "53300": "has no free connection slot (too many connections)",
+}
+_DISCONNECTED_CLASSES = ("08",)  # connection exceptions
+_DISCONNECTED = {"57P01", "57P02", "57P03", "57P05", "25P03"}  # shutdown, crash, starting up, idle timeouts
+_UNAVAILABLE = {
+    "25006": ("read_only", "is read-only (a standby or default_transaction_read_only): point the store at the primary"),
+    "42501": ("permission", "denies this user the statement: grant it CREATE and read/write on the schema"),
+    "53100": ("full", "is on a full disk: free space on the server"),
+    "53200": ("full", "ran out of memory"),
+    "58030": ("io_error", "hit an I/O error: check the server's disk"),
+    "XX001": ("corrupt", "reports corrupt data: restore from a backup"),
+    "XX002": ("corrupt", "reports a corrupt index: REINDEX it"),
+    "3D000": ("cannot_open", "has no such database: create it first"),
+}
+_UNAVAILABLE_CLASSES = {"28": ("permission", "refused the login: check the user and password")}
+
+
+def sqlstate(exc: BaseException) -> str | None:
+    """The SQLSTATE of a psycopg error, or None (a client-side failure has none)."""
+    code = getattr(exc, "sqlstate", None)
+    return code if isinstance(code, str) else None
+
+
+def _is_psycopg_error(exc: BaseException) -> bool:
+    return any(cls.__module__.startswith("psycopg") for cls in type(exc).__mro__ if cls.__name__ == "Error")
+
+
+def mapped(path: str, exc: BaseException, lock_timeout: float, *, during_commit: bool = False) -> BaseException:
+    """The guards' exception for a PostgreSQL failure; ``exc`` itself when it is not one."""
+    if not _is_psycopg_error(exc):
+        return exc
+    code = sqlstate(exc)
+    first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    if code in _BUSY:
+        return StoreBusy(
+            path, exc, waited_seconds=lock_timeout, retry_after_seconds=RETRY_AFTER_SECONDS,
+            message=f"the guard store {path} {_BUSY[code]} (SQLSTATE {code}: {first}); nothing was written: retry",
+        )
+    client_side = code is None and type(exc).__name__ in ("OperationalError", "InterfaceError")
+    if code in _DISCONNECTED or (code or "")[:2] in _DISCONNECTED_CLASSES or client_side:
+        outcome = (
+            "the server may or may not have applied the commit (it applies a transaction whole or not at all): "
+            "read before you redo" if during_commit else "the server rolled the transaction back, so nothing was written"
+        )
+        return StoreDisconnected(
+            path, exc, waited_seconds=0.0, retry_after_seconds=RETRY_AFTER_SECONDS,
+            message=f"the guard store {path} lost its connection ({code or 'no SQLSTATE'}: {first}); {outcome}: retry",
+        )
+    known = _UNAVAILABLE.get(code or "") or _UNAVAILABLE_CLASSES.get((code or "")[:2])
+    if known is not None:
+        reason, what = known
+        return StoreUnavailable(path, reason, f"the guard store {path} {what} (SQLSTATE {code}: {first}); nothing was written")
+    return exc
+
+
+def unreachable(path: str, cause: BaseException, connect_timeout: float) -> StoreDisconnected:
+    """No connection could be had within ``connect_timeout``: the server is down or saturated."""
+    return StoreDisconnected(
+        path, cause, waited_seconds=connect_timeout, retry_after_seconds=RETRY_AFTER_SECONDS,
+        message=f"the guard store {path} could not be reached within connect_timeout={connect_timeout:g} s ({cause}); "
+        f"nothing was written: retry once the server answers",
+    )
+
+
+def cannot_connect(path: str, exc: BaseException, connect_timeout: float) -> StoreUnavailable:
+    """The construction-time error for a server that refused or did not answer the first connection."""
+    code = sqlstate(exc)
+    first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    known = _UNAVAILABLE.get(code or "") or _UNAVAILABLE_CLASSES.get((code or "")[:2])
+    if known is not None:
+        reason, what = known
+        return StoreUnavailable(path, reason, f"the guard store {path} {what} (SQLSTATE {code}: {first})")
+    return StoreUnavailable(
+        path,
+        "cannot_connect",
+        f"the guard store {path} could not be reached within connect_timeout={connect_timeout:g} s ({first}): "
+        f"check that the server is running, that the address, port, user and database are right, and that "
+        f"this host may connect",
+    )

@@ -1,0 +1,78 @@
+"""Session fixtures shared by every test folder: a real PostgreSQL server, and ``store_url``,
+which runs a guard test once on SQLite and once on PostgreSQL.
+
+The server is Debian's ``postgresql`` started for this session (see ``tests/pg_server.py``).
+Without PostgreSQL on the machine the PostgreSQL half is skipped with a message saying what to
+install, except in CI (``CI=true``), where a missing server fails the run.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from urllib.parse import quote
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import pg_server  # noqa: E402
+
+BACKENDS = ("sqlite", "postgresql")
+_schemas = itertools.count()
+
+
+def _in_ci() -> bool:
+    return os.environ.get("CI", "").lower() in ("1", "true", "yes")
+
+
+@pytest.fixture(scope="session")
+def postgres_dsn() -> Iterator[str]:
+    """The DSN of a PostgreSQL server for this session (started here unless OUTCOME_TELEMETRY_PG_DSN names one)."""
+    named = os.environ.get("OUTCOME_TELEMETRY_PG_DSN")
+    if named:
+        yield named
+        return
+    try:
+        server = pg_server.start_server()
+    except pg_server.NoPostgres as exc:
+        if _in_ci():
+            pytest.fail(f"CI needs PostgreSQL for the guard tests: {exc}")
+        pytest.skip(str(exc))
+    try:
+        yield server.dsn
+    finally:
+        server.stop()
+
+
+def schema_url(dsn: str, schema: str) -> str:
+    """``dsn`` with every connection's search_path set to ``schema`` (created empty first)."""
+    import psycopg
+
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+        conn.execute(f'CREATE SCHEMA "{schema}"')
+    separator = "&" if "?" in dsn else "?"
+    return f"{dsn}{separator}options={quote(f'-csearch_path={schema}')}"
+
+
+def fresh_postgres_url(dsn: str) -> str:
+    """A URL of an empty schema of its own, so a test sees no other test's rows."""
+    return schema_url(dsn, f"t{os.getpid()}_{next(_schemas)}")
+
+
+@pytest.fixture(params=BACKENDS)
+def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """A fresh, empty guard store, as the string ``telemetry.guards.open_store`` takes: a SQLite
+    file path, then a PostgreSQL URL (an empty schema on the session's server)."""
+    if request.param == "sqlite":
+        yield str(tmp_path / "guards.db")
+        return
+    yield fresh_postgres_url(request.getfixturevalue("postgres_dsn"))
+    from telemetry.guards import PostgresStore
+
+    for store in PostgresStore.open_stores():
+        store.close()
