@@ -19,7 +19,6 @@ import signal
 import socket
 import subprocess
 import tempfile
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -84,10 +83,19 @@ class Server:
         }
         with open(data / "postgresql.conf", "a", encoding="utf-8") as conf:
             conf.writelines(f"{name} = {value}\n" for name, value in options.items())
-        self._run(str(self.bin / "pg_ctl"), "-D", str(data), "-l", str(self.folder / "server.log"), "-w",
-                  "-t", str(int(START_SECONDS)), "start")
+        self.resume()
         atexit.register(self.stop)
         self._watch_parent()
+
+    def resume(self) -> None:
+        """Start the (initialised) cluster and wait until it accepts connections."""
+        self._run(str(self.bin / "pg_ctl"), "-D", str(self.folder / "data"), "-l", str(self.folder / "server.log"),
+                  "-w", "-t", str(int(START_SECONDS)), "start")
+
+    def halt(self) -> None:
+        """Stop the server at once (``immediate``: as a crash would), keeping the cluster to resume."""
+        self._run(str(self.bin / "pg_ctl"), "-D", str(self.folder / "data"), "-m", "immediate", "-w", "-t", "20",
+                  "stop", check=False)
 
     def _watch_parent(self) -> None:
         """A watchdog that stops the server when this process dies without running atexit (killed)."""
@@ -145,10 +153,3 @@ def start_server(**settings: str) -> Server:
         server.stop()
         raise RuntimeError(f"PostgreSQL did not start: {exc.stderr or exc.stdout}\n{tail}") from exc
     return server
-
-
-def wait_until_down(server: Server, seconds: float = 10.0) -> None:
-    """Block until the postmaster is gone (bounded)."""
-    deadline = time.monotonic() + seconds
-    while server.postmaster_pid() is not None and time.monotonic() < deadline:
-        time.sleep(0.05)

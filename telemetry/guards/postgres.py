@@ -35,11 +35,14 @@ from ..exceptions import ConfigurationError
 from . import _pg_errors
 from .store import StoreUnavailable
 
-__all__ = ["PostgresStore", "translate_ddl", "translate_sql"]
+__all__ = ["WRITE_LOCK_KEY", "PostgresStore", "map_error", "translate_ddl", "translate_sql"]
 
 WRITE_LOCK_KEY = 0x6F75_7463_6F6D_6531
 """The advisory lock every write transaction holds (one per database: stores in other schemas of
 the same database share it, which costs contention, never correctness)."""
+
+map_error = _pg_errors.mapped
+"""``map_error(path, exc, lock_timeout)``: the guards' exception for a psycopg error, by SQLSTATE."""
 
 _BEGIN_WRITE = f"BEGIN ISOLATION LEVEL READ COMMITTED; SELECT pg_advisory_xact_lock({WRITE_LOCK_KEY})"
 _BEGIN_READ = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
