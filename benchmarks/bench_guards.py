@@ -1,20 +1,30 @@
-"""Guarded write throughput: ``StateStore.write_state`` against a bare SQLite ``UPDATE`` of the same row.
+"""Guarded writes on both stores: each against its own floor, and 4 x 8 contention on hot keys.
 
-One process, one database file (WAL, ``synchronous=NORMAL``, the store's settings), one row.
-Three sides, in alternating rounds so machine noise hits all of them; figures are medians:
+1. SQLite, one process, one row (WAL, ``synchronous=NORMAL``, the store's settings), in
+   alternating rounds so machine noise hits every side; figures are medians:
 
-- bare: ``UPDATE guard_state SET value = ? WHERE key = ?`` on its own connection (autocommit);
-- guarded: ``write_state`` with telemetry not configured (the compare-and-set, the change-log
-  row, the input checks);
-- guarded + instrumented: ``write_state`` with ``configure()`` active (a BatchSpanProcessor to
-  an exporter that discards), so it adds the span, the counters and the database read-back;
-- and, for scale, the same decorator on a write tool that does nothing (the instrumentation's
-  own cost, which no guard can go below).
+   - bare: ``UPDATE guard_state SET value = ? WHERE key = ?`` on its own connection (autocommit);
+   - guarded: ``write_state`` with telemetry not configured;
+   - guarded + instrumented: ``write_state`` with ``configure()`` active (a BatchSpanProcessor to
+     an exporter that discards): the span, the counters and the database read-back;
+   - an instrumented write tool that does nothing (the instrumentation's own floor).
 
-    python benchmarks/bench_guards.py [--writes 5000] [--rounds 9]
+2. Each store's guarded write (telemetry off) against the hand-written compare-and-set a user
+   would write instead on the same database: a transaction with ``UPDATE ... WHERE key = ? AND
+   version = ?`` (``BEGIN IMMEDIATE`` on SQLite; psycopg's ``conn.transaction()`` on PostgreSQL).
 
-Prints the table and the ratio, writes ``bench-output/guards.json``. Target: the
-guarded, instrumented write costs at most 3x the bare update.
+3. Contention: 4 processes x 8 threads of read-modify-write increments on 16 hot keys, per
+   store, telemetry off and on; accepted writes a second, and p50, p99 and max of ``write_state``.
+
+PostgreSQL is a server this script starts on loopback (Debian's binaries, as the tests do:
+``fsync=on``, ``synchronous_commit=off``, which like SQLite's ``synchronous=NORMAL`` does not wait
+for the disk at commit), or the one ``--pg-dsn`` names. Without PostgreSQL, its rows are skipped.
+
+    python benchmarks/bench_guards.py [--writes 5000] [--rounds 9] [--increments 100] [--pg-dsn URL]
+
+Prints the tables, writes ``bench-output/guards.json``. Targets: the guarded, instrumented write at
+most 3x the bare update; telemetry off, each store's guarded write at most 1.25x its own floor;
+PostgreSQL's contention p99 below SQLite's.
 """
 
 from __future__ import annotations
@@ -30,17 +40,23 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tests"))  # the PostgreSQL server helper the tests use
+sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from opentelemetry.sdk.trace import ReadableSpan  # noqa: E402
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult  # noqa: E402
 
+import _guards_contention  # noqa: E402
 import telemetry  # noqa: E402
-from telemetry.guards import ABSENT_VERSION, SQLiteStore, StateStore  # noqa: E402
+from telemetry.guards import ABSENT_VERSION, SQLiteStore, StateStore, open_store  # noqa: E402
 from telemetry.guards.sqlite import BUSY_TIMEOUT_MS  # noqa: E402
 
 KEY = "bench/row"
 TARGET_RATIO = 3.0
+TARGET_FLOOR_RATIO = 1.25
+PROCESSES, THREADS, HOT_KEYS = 4, 8, 16
 
 
 class Discard(SpanExporter):
@@ -77,6 +93,54 @@ def noop_us(writes: int) -> float:
     for i in range(writes):
         noop_write(KEY, i, "v")
     return (time.perf_counter() - start) / writes * 1e6
+
+
+def sqlite_cas_us(conn: sqlite3.Connection, writes: int) -> float:
+    """The hand-written compare-and-set on SQLite: BEGIN IMMEDIATE, a conditional UPDATE, COMMIT."""
+    version = conn.execute("SELECT version FROM guard_state WHERE key = ?", (KEY,)).fetchone()[0]
+    start = time.perf_counter()
+    for i in range(writes):
+        new = f"cas_{i}"
+        conn.execute("BEGIN IMMEDIATE")
+        cursor = conn.execute(
+            "UPDATE guard_state SET value = ?, version = ? WHERE key = ? AND version = ?", (str(i), new, KEY, version)
+        )
+        conn.execute("COMMIT")
+        assert cursor.rowcount == 1
+        version = new
+    return (time.perf_counter() - start) / writes * 1e6
+
+
+def pg_cas_us(conn: Any, writes: int) -> float:
+    """The hand-written compare-and-set on PostgreSQL: psycopg's transaction, a conditional UPDATE."""
+    version = conn.execute("SELECT version FROM guard_state WHERE key = %s", (KEY,)).fetchone()[0]
+    conn.commit()
+    start = time.perf_counter()
+    for i in range(writes):
+        new = f"cas_{i}"
+        with conn.transaction():
+            cursor = conn.execute(
+                "UPDATE guard_state SET value = %s, version = %s WHERE key = %s AND version = %s",
+                (str(i), new, KEY, version),
+            )
+        assert cursor.rowcount == 1
+        version = new
+    return (time.perf_counter() - start) / writes * 1e6
+
+
+def against_floor(target: str, floor: Any, writes: int, rounds: int) -> dict[str, Any]:
+    """``write_state`` (telemetry off) and the store's floor on one row, alternating rounds."""
+    state = StateStore(open_store(target))
+    state.write_state(KEY, 0, ABSENT_VERSION)
+    guarded, cas = [], []
+    guarded_us(state, writes // 4)
+    floor(writes // 4)
+    for _ in range(rounds):
+        guarded.append(guarded_us(state, writes))
+        cas.append(floor(writes))
+    g, f = statistics.median(guarded), statistics.median(cas)
+    return {"guarded_us": round(g, 2), "floor_us": round(f, 2), "ratio": round(g / f, 2),
+            "target_met": g / f <= TARGET_FLOOR_RATIO}
 
 
 def measure(writes: int, rounds: int, folder: Path) -> dict[str, Any]:
@@ -125,25 +189,95 @@ def measure(writes: int, rounds: int, folder: Path) -> dict[str, Any]:
     }
 
 
+def sqlite_floor(folder: Path, writes: int, rounds: int) -> dict[str, Any]:
+    path = folder / "floor.db"
+    state = StateStore(SQLiteStore(path))
+    state.write_state(KEY, 0, ABSENT_VERSION)
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+    conn.execute("PRAGMA synchronous = NORMAL")
+    try:
+        result = against_floor(str(path), lambda n: sqlite_cas_us(conn, n), writes, rounds)
+    finally:
+        conn.close()
+    return result
+
+
+def pg_floor(dsn: str, writes: int, rounds: int) -> dict[str, Any]:
+    import psycopg
+
+    StateStore(open_store(dsn)).write_state(KEY, 0, ABSENT_VERSION)
+    with psycopg.connect(dsn) as conn:
+        return against_floor(dsn, lambda n: pg_cas_us(conn, n), writes, rounds)
+
+
+def postgres(ns: argparse.Namespace) -> tuple[str | None, Any]:
+    """The DSN to benchmark on, and the server to stop afterwards (None when not ours)."""
+    if ns.pg_dsn:
+        return ns.pg_dsn, None
+    import pg_server
+
+    try:
+        server = pg_server.start_server(fsync="on", synchronous_commit="off", full_page_writes="on")
+    except pg_server.NoPostgres as exc:
+        print(f"PostgreSQL rows skipped: {exc}")
+        return None, None
+    return server.dsn, server
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--writes", type=int, default=5_000, help="writes per round (default %(default)s)")
     parser.add_argument("--rounds", type=int, default=9, help="rounds per side (default %(default)s)")
+    parser.add_argument("--increments", type=int, default=100, help="accepted writes per contention thread (default %(default)s)")
+    parser.add_argument("--pg-dsn", help="benchmark PostgreSQL on this server instead of starting one")
     parser.add_argument("--out", type=Path, default=Path("bench-output/guards.json"))
     ns = parser.parse_args(argv)
-    with tempfile.TemporaryDirectory(prefix="bench-guards-") as folder:
-        result = measure(ns.writes, ns.rounds, Path(folder))
-    print("guarded writes on SQLite (medians, microseconds per write)")
-    print(f"  bare UPDATE of the row              : {result['bare_update_us']:8.2f}")
-    print(f"  write_state, telemetry off          : {result['guarded_us']:8.2f}  ({result['ratio_guarded_to_bare']:.2f}x)")
-    print(f"  write_state, instrumented           : {result['guarded_instrumented_us']:8.2f}  "
-          f"({result['ratio_guarded_instrumented_to_bare']:.2f}x, target <= {TARGET_RATIO:g}x: "
-          f"{'met' if result['target_met'] else 'NOT met'})")
-    print(f"  (an instrumented no-op write tool   : {result['instrumented_noop_us']:8.2f}  "
-          f"({result['ratio_instrumented_noop_to_bare']:.2f}x): the span and counters alone)")
+    dsn, server = postgres(ns)
+    try:
+        with tempfile.TemporaryDirectory(prefix="bench-guards-") as name:
+            folder = Path(name)
+            result: dict[str, Any] = {"sqlite_instrumented": measure(ns.writes, ns.rounds, folder)}
+            result["floor"] = {"sqlite": sqlite_floor(folder, ns.writes, ns.rounds)}
+            if dsn:
+                result["floor"]["postgresql"] = pg_floor(dsn, ns.writes, ns.rounds)
+            result["contention"] = {}
+            stores = {"sqlite": str(folder / "contention.db"), **({"postgresql": dsn} if dsn else {})}
+            for telemetry_on in (False, True):
+                for store, target in stores.items():
+                    label = f"{store}, telemetry {'on' if telemetry_on else 'off'}"
+                    result["contention"][label] = _guards_contention.run(
+                        target, folder, processes=PROCESSES, threads=THREADS, increments=ns.increments,
+                        hot_keys=HOT_KEYS, telemetry_on=telemetry_on,
+                    )
+    finally:
+        if server is not None:
+            server.stop()
+    report(result)
     ns.out.parent.mkdir(parents=True, exist_ok=True)
     ns.out.write_text(json.dumps(result, indent=2))
     return 0
+
+
+def report(result: dict[str, Any]) -> None:
+    first = result["sqlite_instrumented"]
+    print("guarded writes on SQLite (medians, microseconds per write)")
+    print(f"  bare UPDATE of the row              : {first['bare_update_us']:8.2f}")
+    print(f"  write_state, telemetry off          : {first['guarded_us']:8.2f}  ({first['ratio_guarded_to_bare']:.2f}x)")
+    print(f"  write_state, instrumented           : {first['guarded_instrumented_us']:8.2f}  "
+          f"({first['ratio_guarded_instrumented_to_bare']:.2f}x, target <= {TARGET_RATIO:g}x: "
+          f"{'met' if first['target_met'] else 'NOT met'})")
+    print(f"  (an instrumented no-op write tool   : {first['instrumented_noop_us']:8.2f}  "
+          f"({first['ratio_instrumented_noop_to_bare']:.2f}x): the span and counters alone)")
+    print(f"\nguarded write vs a hand-written compare-and-set transaction, telemetry off (target <= {TARGET_FLOOR_RATIO:g}x)")
+    for store, row in result["floor"].items():
+        print(f"  {store:<10}: {row['guarded_us']:8.2f} vs {row['floor_us']:8.2f} us = {row['ratio']:.2f}x "
+              f"({'met' if row['target_met'] else 'NOT met'})")
+    print(f"\ncontention: {PROCESSES} processes x {THREADS} threads on {HOT_KEYS} hot keys")
+    for label, row in result["contention"].items():
+        print(f"  {label:<28}: {row['accepted_per_second']:6d} accepted/s  p50 {row['p50_ms']:7.2f} ms  "
+              f"p99 {row['p99_ms']:7.2f} ms  max {row['max_ms']:7.1f} ms  "
+              f"({row['stale_refusals']} stale, {row['other_refusals']} other, {row['lost_updates']} lost)")
 
 
 if __name__ == "__main__":

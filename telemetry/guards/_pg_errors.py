@@ -46,7 +46,7 @@ def _is_psycopg_error(exc: BaseException) -> bool:
     return any(cls.__module__.startswith("psycopg") for cls in type(exc).__mro__ if cls.__name__ == "Error")
 
 
-def mapped(path: str, exc: BaseException, lock_timeout: float, *, during_commit: bool = False) -> BaseException:
+def mapped(path: str, exc: BaseException, lock_timeout: float) -> BaseException:
     """The guards' exception for a PostgreSQL failure; ``exc`` itself when it is not one."""
     if not _is_psycopg_error(exc):
         return exc
@@ -60,8 +60,8 @@ def mapped(path: str, exc: BaseException, lock_timeout: float, *, during_commit:
     client_side = code is None and type(exc).__name__ in ("OperationalError", "InterfaceError")
     if code in _DISCONNECTED or (code or "")[:2] in _DISCONNECTED_CLASSES or client_side:
         outcome = (
-            "the server may or may not have applied the commit (it applies a transaction whole or not at all): "
-            "read before you redo" if during_commit else "the server rolled the transaction back, so nothing was written"
+            "the server applies a transaction whole or not at all, so nothing was half-applied (had it died at "
+            "COMMIT, the write may have landed whole: a retried compare-and-set then answers rejected_stale_version)"
         )
         return StoreDisconnected(
             path, exc, waited_seconds=0.0, retry_after_seconds=RETRY_AFTER_SECONDS,

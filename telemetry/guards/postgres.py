@@ -7,7 +7,9 @@ accepts :class:`~telemetry.guards.SQLiteStore`, with the same envelopes and guar
 - a write transaction takes one transaction-scoped advisory lock first, so writers serialise as
   they do under SQLite's ``BEGIN IMMEDIATE`` and every guard's read-check-write (an idempotency
   claim, a plan's object set, a supersede against a send) holds across hosts; waiting is a queue
-  in the server, not a sleep-and-retry loop. A compare-and-set is still one conditional statement.
+  in the server, not a sleep-and-retry loop. A compare-and-set (``write_state``) is one
+  conditional statement and takes the lock shared: such writers run side by side, ordered by
+  row locks, and still never overlap an exclusive transaction such as a plan commit.
 - a read transaction is ``REPEATABLE READ READ ONLY``: one snapshot, never blocked by writers.
 - every value is a bound parameter; the guards' ``?`` placeholders become psycopg's ``%s`` here,
   and their DDL's SQLite types become PostgreSQL's (see :func:`translate_ddl`).
@@ -44,7 +46,9 @@ the same database share it, which costs contention, never correctness)."""
 map_error = _pg_errors.mapped
 """``map_error(path, exc, lock_timeout)``: the guards' exception for a psycopg error, by SQLSTATE."""
 
+# One message each (no parameters, so several statements may share it): one round trip.
 _BEGIN_WRITE = f"BEGIN ISOLATION LEVEL READ COMMITTED; SELECT pg_advisory_xact_lock({WRITE_LOCK_KEY})"
+_BEGIN_SHARED = f"BEGIN ISOLATION LEVEL READ COMMITTED; SELECT pg_advisory_xact_lock_shared({WRITE_LOCK_KEY})"
 _BEGIN_READ = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
 
 
@@ -115,6 +119,10 @@ class Connection:
         cursor = self.raw.cursor()
         cursor.executemany(translate_sql(sql), [tuple(r) for r in rows])
         return cursor
+
+    def script(self, sql: str) -> None:
+        """Several statements without parameters (the guards' DDL), in one message."""
+        self.raw.execute(sql)
 
 
 def describe(conninfo: dict[str, Any]) -> str:
@@ -273,22 +281,27 @@ class PostgresStore:
                 raw.execute("COMMIT")
             except Exception as exc:
                 self._rollback(raw)
-                raise _pg_errors.mapped(self.path, exc, self.lock_timeout, during_commit=True) from exc
+                raise _pg_errors.mapped(self.path, exc, self.lock_timeout) from exc
 
     @staticmethod
     def _rollback(raw: Any) -> None:
         """Roll back; when even that fails, close the connection (the server then rolls back)
         so the pool replaces it: never hand an open transaction to the next caller."""
-        if raw.closed or raw.broken:
+        if raw.closed or raw.broken or raw.info.transaction_status == 0:  # idle: nothing to roll back
             return
         try:
             raw.execute("ROLLBACK")
         except Exception:
             raw.close()
 
-    def transaction(self) -> Any:
-        """A write transaction holding the store's write lock: commits on success, rolls back on error."""
-        return self._transaction(_BEGIN_WRITE)
+    def transaction(self, *, exclusive: bool = True) -> Any:
+        """A write transaction holding the store's write lock: commits on success, rolls back on error.
+
+        ``exclusive=False`` takes the lock shared, for a transaction whose every write is one
+        conditional statement (a compare-and-set): such writers run side by side, row locks
+        order them, and an exclusive transaction (a plan commit) still excludes them all.
+        """
+        return self._transaction(_BEGIN_WRITE if exclusive else _BEGIN_SHARED)
 
     def read(self) -> Any:
         """A read-only transaction on one snapshot."""
@@ -311,7 +324,7 @@ class PostgresStore:
         if name in self._schemas:
             return
         with self.transaction() as conn:
-            conn.raw.execute(translate_ddl(ddl))
+            conn.script(translate_ddl(ddl))
         self._schemas.add(name)
 
     def close(self) -> None:

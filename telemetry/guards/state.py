@@ -246,7 +246,9 @@ class StateStore:
             return bad.envelope
         attributes = {c.STATE_KEY: key, c.STATE_VERSION_EXPECTED: expected_version, c.GEN_AI_AGENT_ID: agent_id}
         try:
-            with self.store.transaction() as conn:
+            # Shared: the conditional write is the only check, so writers of other keys (and, on a
+            # server, of this key: its row lock orders them) need not wait for each other.
+            with self.store.transaction(exclusive=False) as conn:
                 # The conditional write is the check: when it wrote, the version at check time
                 # was expected_version; when it did not, read what the key is at instead.
                 written = put(conn, key, value_json, expected_version, actor=agent_id)

@@ -86,8 +86,15 @@ class Store(Protocol):
     dialect: str
     """The SQL dialect of the store's connection (``sqlite`` or ``postgresql``)."""
 
-    def transaction(self) -> AbstractContextManager[Any]:
-        """A write transaction: commits on success, rolls back on error."""
+    def transaction(self, *, exclusive: bool = True) -> AbstractContextManager[Any]:
+        """A write transaction: commits on success, rolls back on error.
+
+        An exclusive transaction runs alone among writers, as SQLite's ``BEGIN IMMEDIATE`` does,
+        so a read-check-write inside it cannot interleave with another. ``exclusive=False`` is
+        for a transaction whose every write is one conditional statement (a compare-and-set),
+        which a store may run beside other such transactions; it still never overlaps an
+        exclusive one.
+        """
 
     def read(self) -> AbstractContextManager[Any]:
         """A read transaction: every query inside sees one snapshot."""
