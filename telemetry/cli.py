@@ -21,6 +21,9 @@ commands:
               traces (run 'outcome-telemetry audit --help')
   demo        run the scripted crew: every failure story, guarded and legacy, then the findings
   quickstart  a one-second example: three tools, real spans and counters (writes ./quickstart-output)
+  metrics-serve DIR
+              one /metrics summing every worker process that writes to DIR
+              (PROMETHEUS_MULTIPROC_DIR; run 'outcome-telemetry metrics-serve --help')
   paths       print where the shipped SQL queries, Grafana dashboards and alert rules are
 """
 
@@ -39,7 +42,7 @@ def main(argv: list[str] | None = None) -> int:
         description=DESCRIPTION,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("command", nargs="?", choices=["forensics", "audit", "demo", "quickstart", "paths"], help=argparse.SUPPRESS)
+    parser.add_argument("command", nargs="?", choices=["forensics", "audit", "demo", "quickstart", "metrics-serve", "paths"], help=argparse.SUPPRESS)
     parser.add_argument("--version", action="store_true", help="print the version and exit")
     if not args or args[0] in ("-h", "--help"):
         parser.print_help()
@@ -77,9 +80,13 @@ def main(argv: list[str] | None = None) -> int:
 
         run(ns.out)
         return 0
+    if command == "metrics-serve":
+        from .runtime.metrics_serve import main as metrics_serve_main
+
+        return metrics_serve_main(rest)
     if command == "paths":
         return _paths()
-    parser.error(f"unknown command {command!r}; choose from forensics, audit, demo, quickstart, paths")
+    parser.error(f"unknown command {command!r}; choose from forensics, audit, demo, quickstart, metrics-serve, paths")
     return 2  # unreachable: parser.error exits
 
 

@@ -67,6 +67,8 @@ class Plan:
     registry: CollectorRegistry | None = None
     metrics_port: int | None = None
     metrics_addr: str = "127.0.0.1"
+    multiprocess_dir: Path | None = None
+    """prometheus-client's multiprocess folder, or None for one process's own metrics."""
 
 
 def otlp_choice(endpoint: str | None, protocol: str | None) -> OtlpChoice | None:
@@ -148,6 +150,7 @@ def plan(
     max_export_batch_size: int | None,
     export_timeout_millis: int | None,
     block_millis: int | None,
+    multiprocess_dir: str | os.PathLike[str] | None = None,
 ) -> Plan:
     """Check every argument and decide what to install; raises :class:`ConfigurationError`, changes nothing else."""
     if _state.active is not None and not _state.active.closed:
@@ -193,6 +196,9 @@ def plan(
             otlp = None
     else:
         effective = str(resource.attributes.get(c.SERVICE_NAME, "unknown_service"))
+    from .multiprocess import resolve
+
+    shared_metrics = resolve(multiprocess_dir)
     directory = Path(traces_dir) if traces_dir is not None else None
     if directory is not None:
         from .exporter import JsonLinesSpanExporter
@@ -212,4 +218,5 @@ def plan(
         registry=registry,
         metrics_port=metrics_port,
         metrics_addr=metrics_addr,
+        multiprocess_dir=shared_metrics,
     )

@@ -44,6 +44,8 @@ from ._plan import OUR_PROVIDERS, Plan, build_otlp_exporter, is_ours, plan
 from .batching import BatchSettings, CountingBatchProcessor
 from .exporter import JsonLinesSpanExporter
 from .metrics import ToolMetrics
+from .multiprocess import aggregate_registry
+from .multiprocess import enable as enable_multiprocess
 
 logger = logging.getLogger("telemetry")
 
@@ -73,6 +75,7 @@ class Runtime:
         metrics_server: Any = None,
         owns_registry: bool = True,
         metrics: ToolMetrics | None = None,
+        multiprocess_dir: Path | None = None,
     ) -> None:
         self.provider = provider
         self.tracer = provider.get_tracer(c.INSTRUMENTATION_SCOPE, _package_version())
@@ -83,6 +86,10 @@ class Runtime:
         self._processors = processors
         self._metrics_server = metrics_server
         self._owns_registry = owns_registry
+        self.multiprocess_dir = multiprocess_dir
+        """prometheus-client's multiprocess folder when every worker's metrics are summed (else None)."""
+        self.exposed_registry = aggregate_registry(multiprocess_dir) if multiprocess_dir is not None else registry
+        """What ``/metrics`` serves: ``registry``, or in multiprocess mode the sum of every process."""
         self._lock = threading.Lock()
         self._closed = False
 
@@ -111,21 +118,22 @@ class Runtime:
         return f"http://{host}:{port}/metrics"
 
     def metrics_text(self, openmetrics: bool = True) -> str:
-        """The registry's exposition text (OpenMetrics carries the ``trace_id`` exemplars)."""
+        """The exposition text (OpenMetrics carries the ``trace_id`` exemplars, except in
+        multiprocess mode, where it is the sum of every worker and carries none)."""
         render = generate_openmetrics if openmetrics else generate_latest
-        return render(self.registry).decode("utf-8")
+        return render(self.exposed_registry).decode("utf-8")
 
     def wsgi_app(self) -> Callable[..., Any]:
-        """A WSGI app serving this runtime's registry, to mount in an existing server."""
+        """A WSGI app serving this runtime's metrics (every worker's, in multiprocess mode)."""
         from prometheus_client import make_wsgi_app
 
-        return make_wsgi_app(self.registry)
+        return make_wsgi_app(self.exposed_registry)
 
     def asgi_app(self) -> Callable[..., Any]:
-        """An ASGI app serving this runtime's registry (e.g. ``app.mount("/metrics", ...)``)."""
+        """An ASGI app serving this runtime's metrics (e.g. ``app.mount("/metrics", ...)``)."""
         from prometheus_client import make_asgi_app
 
-        return make_asgi_app(self.registry)
+        return make_asgi_app(self.exposed_registry)
 
     @property
     def exporters(self) -> dict[str, list[SpanExporter]]:
@@ -247,6 +255,7 @@ def configure(
     max_export_batch_size: int | None = None,
     export_timeout_millis: int | None = None,
     block_millis: int | None = None,
+    multiprocess_dir: str | os.PathLike[str] | None = None,
 ) -> Runtime:
     """Start recording tool calls; returns the :class:`Runtime` handle.
 
@@ -272,6 +281,10 @@ def configure(
             does, from the same variables.
         block_millis: how long a thread ending a tool span may wait for room when the file
             queue is full (default 1000); 0 drops at once. Every drop is counted.
+        multiprocess_dir: prometheus-client's multiprocess folder (default:
+            ``PROMETHEUS_MULTIPROC_DIR``). Set, every worker's counters and histograms are summed
+            into what ``/metrics``, ``wsgi_app()`` and ``metrics_text()`` serve, without
+            exemplars; see :mod:`telemetry.runtime.multiprocess`.
     """
     return install(plan(**locals()))  # every argument, as given: plan() checks them all
 
@@ -279,6 +292,8 @@ def configure(
 def install(decided: Plan) -> Runtime:
     """Act on a checked :class:`Plan`; if a step fails, undo the ones before it and raise."""
     with contextlib.ExitStack() as undo:
+        if decided.multiprocess_dir is not None:
+            enable_multiprocess(decided.multiprocess_dir)  # before the first metric is made
         owns_registry = decided.registry is None
         registry = decided.registry if decided.registry is not None else CollectorRegistry()
         try:
@@ -293,7 +308,8 @@ def install(decided: Plan) -> Runtime:
         server = None
         if decided.metrics_port is not None:
             try:
-                server, _thread = start_http_server(decided.metrics_port, addr=decided.metrics_addr, registry=registry)
+                served = aggregate_registry(decided.multiprocess_dir) if decided.multiprocess_dir is not None else registry
+                server, _thread = start_http_server(decided.metrics_port, addr=decided.metrics_addr, registry=served)
             except OSError as exc:
                 raise ConfigurationError(
                     f"cannot serve /metrics on {decided.metrics_addr}:{decided.metrics_port}: {exc}; "
@@ -323,6 +339,7 @@ def install(decided: Plan) -> Runtime:
             metrics_server=server,
             owns_registry=owns_registry,
             metrics=metrics,
+            multiprocess_dir=decided.multiprocess_dir,
         )
         if decided.provider is None and decided.install_global and isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider):
             trace.set_tracer_provider(provider)  # last: the one step that cannot be undone
