@@ -13,7 +13,6 @@ import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from urllib.parse import quote
 
 import pytest
 
@@ -48,20 +47,11 @@ def postgres_dsn() -> Iterator[str]:
         server.stop()
 
 
-def schema_url(dsn: str, schema: str) -> str:
-    """``dsn`` with every connection's search_path set to ``schema`` (created empty first)."""
-    import psycopg
-
-    with psycopg.connect(dsn, autocommit=True) as conn:
-        conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
-        conn.execute(f'CREATE SCHEMA "{schema}"')
-    separator = "&" if "?" in dsn else "?"
-    return f"{dsn}{separator}options={quote(f'-csearch_path={schema}')}"
-
-
 def fresh_postgres_url(dsn: str) -> str:
     """A URL of an empty schema of its own, so a test sees no other test's rows."""
-    return schema_url(dsn, f"t{os.getpid()}_{next(_schemas)}")
+    from telemetry.guards.postgres import schema_dsn
+
+    return schema_dsn(dsn, f"t{os.getpid()}_{next(_schemas)}", reset=True)
 
 
 @pytest.fixture(params=BACKENDS)

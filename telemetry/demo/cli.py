@@ -12,7 +12,7 @@ from typing import Any
 
 from .. import conventions as c
 from .alerting import FiringAlert, samples_from_registry, would_fire
-from ..exceptions import ConfigurationError
+from ..exceptions import ConfigurationError, GuardError
 from ..forensics import QUESTION_NAMES, open_traces
 from ..forensics.html import write_html
 from ..runtime.resources import data_dir
@@ -40,7 +40,7 @@ a path one can be created at). A bad value exits with status 2 before anything i
 
 Each scenario forces one failure story. Guarded, the guard refuses it at call time and the
 scripted agent recovers; legacy, it goes through "green" and only the telemetry shows it.
-The run leaves in --out: traces/ (OTLP JSON lines), one SQLite file per mode, manifest.json
+The run leaves in --out: traces/ (OTLP JSON lines), one SQLite file per mode (none with --store), manifest.json
 (the ground truth of what was injected), report.html (the forensics report as one page); a second run into the same folder replaces them. The exit status is 1 when forensics does not find
 exactly what the manifest says (precision and recall both 1).
 
@@ -49,6 +49,7 @@ examples:
   outcome-telemetry demo --scenario split_brain --mode legacy
   outcome-telemetry demo --seed 3 --agents 50 --steps 200      # a large realistic trace set
   outcome-telemetry demo --serve                               # keep /metrics up for Prometheus
+  outcome-telemetry demo --store postgresql://crew@db:5432/crew  # the guards on PostgreSQL
 """
 
 
@@ -73,6 +74,9 @@ def build_parser() -> argparse.ArgumentParser:
                         help="promtool to evaluate the alert rules with (default: the one on PATH; "
                         "Debian: apt-get install prometheus)")
     parser.add_argument("--serve", action="store_true", help="keep /metrics up after the run (Ctrl-C stops)")
+    parser.add_argument("--store", metavar="URL", default=None,
+                        help="run the guards on PostgreSQL at this postgresql:// URL (in schemas "
+                             "outcome_telemetry_demo_guarded and _legacy, replaced each run) instead of SQLite files")
     parser.add_argument("--port", type=int, default=9464, help="/metrics port with --serve, on 127.0.0.1 (0 picks a free one; default: %(default)s)")
     return parser
 
@@ -164,8 +168,9 @@ def _run(ns: argparse.Namespace) -> int:
             metrics_port=ns.port if ns.serve else None,
             progress=stderr_progress(),
             keep_runtime=ns.serve,
+            store=ns.store,
         )
-    except (ValueError, ConfigurationError) as exc:
+    except (ValueError, ConfigurationError, GuardError) as exc:
         print(f"outcome-telemetry demo: {exc}", file=sys.stderr)
         return 2
     if result.runtime is not None:

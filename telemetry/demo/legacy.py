@@ -15,7 +15,7 @@ import secrets
 from typing import Any
 
 from .. import conventions as c
-from ..guards import ABSENT_VERSION, Delegations, IdempotencyKeys, SQLiteStore, refusal
+from ..guards import ABSENT_VERSION, Delegations, IdempotencyKeys, Store, refusal
 from ..instrument import Call, current_call, instrument_tool
 
 _DDL = """
@@ -38,7 +38,7 @@ class LegacyKV:
     and ``state.version.written`` so forensics can see which baseline each write came from.
     """
 
-    def __init__(self, store: SQLiteStore) -> None:
+    def __init__(self, store: Store) -> None:
         self.store = store
         store.ensure_schema("crew.legacy", _DDL)
 
@@ -89,7 +89,7 @@ class LegacyDelegation:
 class LegacyMessaging:
     """``send_customer_message(ticket_id, body)``: no policy version, so no way to refuse a stale one."""
 
-    def __init__(self, store: SQLiteStore, policy_task_id: str) -> None:
+    def __init__(self, store: Store, policy_task_id: str) -> None:
         self.store = store
         self.policy_task_id = policy_task_id
         store.ensure_schema("crew.legacy", _DDL)
@@ -99,14 +99,16 @@ class LegacyMessaging:
         """Send ``body`` to the customer of ``ticket_id``."""
         current_call().set_attributes({c.OBJECTIVE_TASK_ID: self.policy_task_id, c.GEN_AI_AGENT_ID: agent_id})
         with self.store.transaction() as conn:
-            cur = conn.execute("INSERT INTO legacy_sends (ticket_id, body, agent) VALUES (?, ?, ?)", (ticket_id, body, agent_id))
-        return {"ok": True, "message_id": f"msg-{cur.lastrowid}"}
+            row = conn.execute(
+                "INSERT INTO legacy_sends (ticket_id, body, agent) VALUES (?, ?, ?) RETURNING id", (ticket_id, body, agent_id)
+            ).fetchone()
+        return {"ok": True, "message_id": f"msg-{row[0]}"}
 
 
 class LegacyPayments:
     """``charge_card(order_id, amount_cents, request_id)``: the request id is taken and ignored."""
 
-    def __init__(self, store: SQLiteStore) -> None:
+    def __init__(self, store: Store) -> None:
         self.store = store
         store.ensure_schema("crew.legacy", _DDL)
         # The hashes the guarded tool records (the store's HMAC), so forensics correlates both.
@@ -122,8 +124,10 @@ class LegacyPayments:
             }
         )
         with self.store.transaction() as conn:
-            cur = conn.execute("INSERT INTO legacy_charges (order_id, amount_cents) VALUES (?, ?)", (order_id, amount_cents))
-        return {"ok": True, "charge_id": f"ch-{cur.lastrowid}"}
+            row = conn.execute(
+                "INSERT INTO legacy_charges (order_id, amount_cents) VALUES (?, ?) RETURNING id", (order_id, amount_cents)
+            ).fetchone()
+        return {"ok": True, "charge_id": f"ch-{row[0]}"}
 
     def charges(self, order_id: str) -> int:
         with self.store.read() as conn:
@@ -140,7 +144,7 @@ class ProfileService:
     did not persist.
     """
 
-    def __init__(self, store: SQLiteStore) -> None:
+    def __init__(self, store: Store) -> None:
         self.store = store
         self.cache: dict[str, tuple[str, str]] = {}
         self.lose_next_write = False

@@ -20,7 +20,10 @@ from typing import TextIO
 from prometheus_client import CollectorRegistry
 
 from ..instrument import agent
+from ..guards import PostgresStore, SQLiteStore, Store
+from ..guards.postgres import schema_dsn
 from ..guards.state import ABSENT_VERSION
+from ..guards.store import SERVER_SCHEMES
 from ..runtime import configure
 from .manifest import Incident, Manifest
 from ..runtime import Runtime
@@ -87,11 +90,16 @@ def run_crew(
     metrics_port: int | None = None,
     progress: Progress | None = None,
     keep_runtime: bool = False,
+    store: str | None = None,
 ) -> CrewResult:
     """Run the crew into ``out_dir`` (traces/, one SQLite file per mode, manifest.json).
 
-    The previous run's trace files and databases in ``out_dir`` are replaced.
+    The previous run's trace files and databases in ``out_dir`` are replaced. ``store``, a
+    ``postgresql://`` URL, runs the guards on that server instead, in one schema per mode
+    (``outcome_telemetry_demo_guarded`` and ``_legacy``), each dropped and created afresh.
     """
+    if store is not None and not store.startswith(SERVER_SCHEMES):
+        raise ValueError(f"--store must be a postgresql:// URL (without it the demo uses SQLite files), got {store!r}")
     chosen = list(scenarios) if scenarios is not None else list(SCENARIOS)
     unknown = [s for s in chosen if s not in SCENARIOS]
     if unknown:
@@ -114,10 +122,7 @@ def run_crew(
     rt = configure(service_name="crew", traces_dir=traces, metrics_port=metrics_port)
     try:
         for mode in chosen_modes:
-            db = out_dir / f"{mode}.sqlite"
-            for suffix in ("", "-wal", "-shm"):
-                Path(str(db) + suffix).unlink(missing_ok=True)
-            world = World(db, random.Random(f"{seed}/{mode}/world"))
+            world = World(_fresh_store(out_dir, mode, store), random.Random(f"{seed}/{mode}/world"))
             for name in chosen:
                 run = f"{mode}-{name}-s{seed}"
                 say(f"{mode:8} {name}")
@@ -136,6 +141,16 @@ def run_crew(
     manifest.write(manifest_path)
     elapsed = time.perf_counter() - started
     return CrewResult(out_dir, traces, manifest_path, manifest, elapsed, rt if keep_runtime else None, rt.registry)
+
+
+def _fresh_store(out_dir: Path, mode: str, server: str | None) -> Store:
+    """An empty store for one mode: a new SQLite file in ``out_dir``, or a new schema on ``server``."""
+    if server is not None:
+        return PostgresStore(schema_dsn(server, f"outcome_telemetry_demo_{mode}", reset=True))
+    db = out_dir / f"{mode}.sqlite"
+    for suffix in ("", "-wal", "-shm"):
+        Path(str(db) + suffix).unlink(missing_ok=True)
+    return SQLiteStore(db)
 
 
 def stderr_progress(stream: TextIO | None = None) -> Progress:

@@ -16,7 +16,9 @@ from pathlib import Path
 from typing import Any
 
 from .. import conventions as c
-from ..guards import ABSENT_VERSION, Delegations, IdempotencyKeys, Objectives, Planner, PlanWriter, SQLiteStore, StateStore, guarded_send
+from ..guards import (
+    ABSENT_VERSION, Delegations, IdempotencyKeys, Objectives, Planner, PlanWriter, SQLiteStore, StateStore, Store, guarded_send,
+)
 from ..guards.state import current_row, put
 from ..instrument import instrument_tool
 from .legacy import LegacyDelegation, LegacyKV, LegacyMessaging, LegacyPayments, ProfileService
@@ -59,8 +61,8 @@ def discounted(value: dict[str, Any], pct: float) -> dict[str, Any]:
 class World:
     """The guarded primitives and their legacy counterparts, on one database."""
 
-    def __init__(self, db_path: Path, rng: random.Random, *, catalog_size: int = 412) -> None:
-        self.store = SQLiteStore(db_path)
+    def __init__(self, store: Store | Path, rng: random.Random, *, catalog_size: int = 412) -> None:
+        self.store = store if isinstance(store, Store) else SQLiteStore(store)
         self.state = StateStore(self.store)
         self.keys = IdempotencyKeys(self.store, lease_seconds=30.0)
         self.planner = Planner(self.state, bindings={"app": lambda: "shop", "tool_schema_version": lambda: "2026-11"})

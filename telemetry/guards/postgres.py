@@ -32,12 +32,13 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from functools import lru_cache
 from typing import Any
+from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
 from ..exceptions import ConfigurationError
 from . import _pg_errors
-from .store import StoreUnavailable
+from .store import SERVER_SCHEMES, StoreUnavailable
 
-__all__ = ["WRITE_LOCK_KEY", "PostgresStore", "map_error", "translate_ddl", "translate_sql"]
+__all__ = ["WRITE_LOCK_KEY", "PostgresStore", "map_error", "schema_dsn", "translate_ddl", "translate_sql"]
 
 WRITE_LOCK_KEY = 0x6F75_7463_6F6D_6531
 """The advisory lock every write transaction holds (one per database: stores in other schemas of
@@ -123,6 +124,34 @@ class Connection:
     def script(self, sql: str) -> None:
         """Several statements without parameters (the guards' DDL), in one message."""
         self.raw.execute(sql)
+
+
+def schema_dsn(dsn: str, schema: str, *, reset: bool = False) -> str:
+    """``dsn`` with every connection's ``search_path`` set to ``schema``, which is created here
+    (dropped with everything in it first when ``reset``): one database can then hold several
+    independent guard stores, e.g. one per environment, test or demo run."""
+    import psycopg
+    from psycopg import sql
+    from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+    if not isinstance(schema, str) or not schema or "\0" in schema:
+        raise ConfigurationError(f"schema must be a non-empty name, got {schema!r}")
+    try:
+        with psycopg.connect(dsn, autocommit=True, connect_timeout=10) as conn:
+            if reset:
+                conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(schema)))
+            conn.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(sql.Identifier(schema)))
+    except psycopg.Error as exc:
+        raise _pg_errors.cannot_connect(describe(conninfo_to_dict(dsn)), exc, 10) from None
+    options = conninfo_to_dict(dsn).get("options") or ""
+    quoted = '"' + schema.replace('"', '""') + '"'
+    escaped = quoted.replace("\\", "\\\\").replace(" ", "\\ ")  # libpq options: backslash-escape spaces
+    merged = f"{options} -csearch_path={escaped}".strip()
+    if not dsn.startswith(SERVER_SCHEMES):
+        return make_conninfo(dsn, options=merged)
+    parts = urlsplit(dsn)
+    query = [(k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True) if k != "options"] + [("options", merged)]
+    return urlunsplit(parts._replace(query=urlencode(query, quote_via=quote)))
 
 
 def describe(conninfo: dict[str, Any]) -> str:

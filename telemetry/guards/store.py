@@ -105,6 +105,9 @@ class Store(Protocol):
     def ensure_schema(self, name: str, ddl: str) -> None:
         """Create a guard's tables once per store (idempotent DDL)."""
 
+    def close(self) -> None:
+        """Release the store's connections (this thread's, or the pool's)."""
+
 
 def require_store(store: Any, who: str) -> Store:
     """``store`` when it implements :class:`Store`; else a ConfigurationError naming ``who``."""
