@@ -9,8 +9,8 @@ is counted on the tool's own span)::
     @keys.idempotent()
     def issue_refund(order_id: str, amount_cents: int, idempotency_key: str) -> dict: ...
 
-The first call with a key claims it (one ``BEGIN IMMEDIATE`` transaction, so of two processes
-racing on one key exactly one wins), runs the tool and stores its result under the key. A later
+The first call with a key claims it (one exclusive write transaction, so of two processes or
+hosts racing on one key exactly one wins), runs the tool and stores its result under the key. A later
 call with the same key and the same arguments (the *payload*: every bound argument except the key)
 gets the stored result back with ``deduplicated: true`` and the tool does not run. The same key
 with different arguments is refused as ``duplicate_request`` naming the original outcome's id.

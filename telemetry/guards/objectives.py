@@ -13,9 +13,9 @@ say) that was corrected after it read it. This module makes freshness part of th
   superseded version is refused as ``stale_policy`` with the current policy in the envelope
   (counted in ``tool_stale_sends_total``), so the agent re-reads, redrafts and retries.
 
-Atomicity: the check and the record of an accepted send happen in one ``BEGIN IMMEDIATE``
-transaction, and a supersession is another, so they are totally ordered by SQLite's write lock
-across threads and processes. "Superseded before the send's check" means the supersession
+Atomicity: the check and the record of an accepted send happen in one exclusive write
+transaction, and a supersession is another, so they are totally ordered by the store's write lock
+across threads, processes and hosts. "Superseded before the send's check" means the supersession
 committed before the send's transaction took the lock; such a send is always refused. A send
 whose check committed first is accepted against the version current at that instant (its row
 in ``objective_sends`` is the record), even if the tool body then runs after the supersession

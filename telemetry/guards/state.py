@@ -3,8 +3,8 @@
 Every key carries an opaque version token. ``read_state`` returns the value with its token;
 ``write_state`` must pass the token it read back as ``expected_version`` and is refused when the
 key moved since (another agent wrote first). The comparison and the write are one conditional
-``UPDATE ... WHERE version = ?`` inside a ``BEGIN IMMEDIATE`` transaction, so two writers that
-read the same version can never both win, across threads and processes.
+``UPDATE ... WHERE version = ?`` inside a write transaction, so two writers that read the same
+version can never both win, across threads, processes and (on PostgreSQL) hosts.
 
 Tokens are random strings, never integers, so a model cannot guess the next one by arithmetic.
 A missing key reads as :data:`ABSENT_VERSION`; a create passes that token, so
