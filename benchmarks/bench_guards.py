@@ -143,14 +143,19 @@ def against_floor(target: str, floor: Any, writes: int, rounds: int) -> dict[str
             "target_met": g / f <= TARGET_FLOOR_RATIO}
 
 
-def measure(writes: int, rounds: int, folder: Path) -> dict[str, Any]:
-    path = folder / "bench.db"
+def sqlite_side(path: Path) -> tuple[StateStore, sqlite3.Connection]:
+    """A guarded store with one row, and a plain connection to the same file with the store's settings."""
     state = StateStore(SQLiteStore(path))
     state.write_state(KEY, 0, ABSENT_VERSION)
     conn = sqlite3.connect(path, isolation_level=None)
     conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
     conn.execute("PRAGMA journal_mode = WAL")
     conn.execute("PRAGMA synchronous = NORMAL")
+    return state, conn
+
+
+def measure(writes: int, rounds: int, folder: Path) -> dict[str, Any]:
+    state, conn = sqlite_side(folder / "bench.db")
     bare_us(conn, writes // 4)  # warm up both paths
     guarded_us(state, writes // 4)
     bare: list[float] = []
@@ -191,11 +196,7 @@ def measure(writes: int, rounds: int, folder: Path) -> dict[str, Any]:
 
 def sqlite_floor(folder: Path, writes: int, rounds: int) -> dict[str, Any]:
     path = folder / "floor.db"
-    state = StateStore(SQLiteStore(path))
-    state.write_state(KEY, 0, ABSENT_VERSION)
-    conn = sqlite3.connect(path, isolation_level=None)
-    conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-    conn.execute("PRAGMA synchronous = NORMAL")
+    _, conn = sqlite_side(path)
     try:
         result = against_floor(str(path), lambda n: sqlite_cas_us(conn, n), writes, rounds)
     finally:
