@@ -25,7 +25,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from ..exceptions import ConfigurationError, GuardError
 
-__all__ = ["Connection", "Store", "StoreBusy", "StoreDisconnected", "StoreUnavailable", "open_store", "require_store"]
+__all__ = ["SERVER_SCHEMES", "Connection", "Store", "StoreBusy", "StoreDisconnected", "StoreUnavailable", "open_store", "require_store"]
 
 
 class StoreBusy(GuardError):

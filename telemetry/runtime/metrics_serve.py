@@ -16,6 +16,8 @@ from pathlib import Path
 from ..exceptions import ConfigurationError
 from .multiprocess import aggregate_registry, resolve
 
+__all__ = ["main"]
+
 USAGE = """\
 Serve the summed metrics of every process writing to DIR (prometheus-client's multiprocess
 folder, PROMETHEUS_MULTIPROC_DIR) on http://ADDR:PORT/metrics, until Ctrl-C or SIGTERM.
