@@ -8,7 +8,6 @@ install, except in CI (``CI=true``), where a missing server fails the run.
 
 from __future__ import annotations
 
-import itertools
 import os
 import sys
 from collections.abc import Iterator
@@ -21,7 +20,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import pg_server  # noqa: E402
 
 BACKENDS = ("sqlite", "postgresql")
-_schemas = itertools.count()
 
 
 def _in_ci() -> bool:
@@ -47,13 +45,6 @@ def postgres_dsn() -> Iterator[str]:
         server.stop()
 
 
-def fresh_postgres_url(dsn: str) -> str:
-    """A URL of an empty schema of its own, so a test sees no other test's rows."""
-    from telemetry.guards.postgres import schema_dsn
-
-    return schema_dsn(dsn, f"t{os.getpid()}_{next(_schemas)}", reset=True)
-
-
 @pytest.fixture(params=BACKENDS)
 def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
     """A fresh, empty guard store, as the string ``telemetry.guards.open_store`` takes: a SQLite
@@ -61,7 +52,7 @@ def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
     if request.param == "sqlite":
         yield str(tmp_path / "guards.db")
         return
-    yield fresh_postgres_url(request.getfixturevalue("postgres_dsn"))
+    yield pg_server.fresh_postgres_url(request.getfixturevalue("postgres_dsn"))
     from telemetry.guards import PostgresStore
 
     for store in PostgresStore.open_stores():

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import atexit
 import glob
+import itertools
 import os
 import shutil
 import signal
@@ -153,3 +154,13 @@ def start_server(**settings: str) -> Server:
         server.stop()
         raise RuntimeError(f"PostgreSQL did not start: {exc.stderr or exc.stdout}\n{tail}") from exc
     return server
+
+
+_schemas = itertools.count()
+
+
+def fresh_postgres_url(dsn: str) -> str:
+    """A URL of an empty schema of its own on ``dsn``'s server, so a test sees no other test's rows."""
+    from telemetry.guards.postgres import schema_dsn
+
+    return schema_dsn(dsn, f"t{os.getpid()}_{next(_schemas)}", reset=True)

@@ -31,7 +31,7 @@ from telemetry.guards.postgres import WRITE_LOCK_KEY, map_error, translate_ddl
 from telemetry.testing import Capture
 
 import pg_server
-from conftest import fresh_postgres_url
+from pg_server import fresh_postgres_url
 
 BOUND_SECONDS = 60  # a join bound that only a hang reaches, never a speed assertion
 
