@@ -439,3 +439,17 @@ METRIC_WATCH_FILES: Final = "outcome_telemetry_watch_files"
 """Trace files being followed."""
 ALERT_FORENSIC_FINDING: Final = "ToolForensicFinding"
 """A new finding from continuous forensics, with the question's severity."""
+WATCH_METRIC_LABELS: Final = {
+    METRIC_FORENSIC_FINDINGS_TOTAL: (LABEL_QUESTION,),
+    METRIC_WATCH_LINES_READ_TOTAL: (),
+    METRIC_WATCH_BAD_LINES_TOTAL: (),
+    METRIC_WATCH_LAG_SECONDS: (),
+    METRIC_WATCH_PASS_DURATION: (),
+    METRIC_WATCH_PASS_FAILURES_TOTAL: (),
+    METRIC_WATCH_WINDOW_SPANS: (),
+    METRIC_WATCH_FILES: (),
+}
+"""What ``outcome-telemetry watch`` serves (exposed name to labels); ``question`` values are the
+forensics question names."""
+WATCH_ALERTS: Final = (ALERT_FORENSIC_FINDING,)
+"""Alerts of ``alerts/watch.rules.yml`` (one rule per severity, all named the same)."""
