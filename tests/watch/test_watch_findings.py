@@ -132,3 +132,26 @@ def test_runs_leave_the_window_whole_and_their_keys_are_forgotten(legacy_traces:
         assert all(run in runs for run in w.seen.values() if run is not None)
     finally:
         w.close()
+
+
+def test_the_alert_rules_give_each_watched_question_its_on_call_severity() -> None:
+    """The question lists of the ToolForensicFinding rules are exactly the watched questions,
+    split by their severity in forensics.questions (records never page)."""
+    import re
+
+    import yaml
+
+    from telemetry.runtime.resources import data_dir
+
+    listed: dict[str, set[str]] = {}
+    for path in sorted(data_dir("alerts").glob("*.rules.yml")):
+        for group in yaml.safe_load(path.read_text())["groups"]:
+            for rule in group["rules"]:
+                if rule.get("alert") == c.ALERT_FORENSIC_FINDING:
+                    lists = {m for m in re.findall(r'question=~"([^"]+)"', rule["expr"])}
+                    assert len(lists) == 1, rule["expr"]
+                    listed.setdefault(rule["labels"][c.LABEL_SEVERITY], set()).update(lists.pop().split("|"))
+    expected: dict[str, set[str]] = {}
+    for name in watched_questions():
+        expected.setdefault(question(name).severity, set()).add(name)
+    assert listed == expected

@@ -95,6 +95,9 @@ def test_the_budget_leaves_the_rest_for_the_next_read(tmp_path: Path) -> None:
     parts = []
     while chunks := follower.read(64):
         parts += [c.data for c in chunks]
+        if follower.backlog:
+            assert len(b"".join(parts)) < 100 * 8
+    assert not follower.backlog
     assert b"".join(parts) == b"".join(b"line %d\n" % i for i in range(100))
 
 

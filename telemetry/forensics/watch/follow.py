@@ -79,6 +79,8 @@ class Follower:
         self.files: dict[tuple[int, int], Followed] = {f.identity: f for f in known or []}
         self._handles: dict[tuple[int, int], int] = {}
         self._warned: set[str] = set()
+        self.backlog = False
+        """True after a :meth:`read` that the budget cut short: more lines are waiting."""
 
     def _discover(self) -> list[Path]:
         found: list[Path] = []
@@ -143,12 +145,14 @@ class Follower:
         (what is left waits for the next call). Files gone from the paths are read to their end
         through the descriptor still held, then forgotten."""
         chunks: list[Chunk] = []
+        self.backlog = False
         for identity, entry in sorted(self.files.items(), key=lambda item: item[1].path):
             handle = self._handles.get(identity)
             if handle is None:
                 continue
             size = os.fstat(handle).st_size
             want = min(size - entry.offset, max(budget, 0))
+            self.backlog = self.backlog or want < size - entry.offset
             data = os.pread(handle, want, entry.offset) if want > 0 else b""
             end = data.rfind(b"\n") + 1
             if end:

@@ -116,7 +116,7 @@ class Watcher:
         result = PassResult()
         self.follower.scan()
         chunks = self.follower.read(self.options.read_budget)
-        result.backlog = sum(len(ch.data) for ch in chunks) >= self.options.read_budget
+        result.backlog = self.follower.backlog
         added = self.window.add(chunks)
         for bad in added.bad:
             print(f"warning: {bad.path}: line {bad.line}: {bad.reason}; skipped", file=sys.stderr)
