@@ -7,7 +7,7 @@ cannot be done.
 
 from __future__ import annotations
 
-__all__ = ["ConfigurationError", "ForensicsInputError", "GuardError", "TelemetryError"]
+__all__ = ["ConfigurationError", "ForensicsInputError", "GuardError", "TelemetryError", "WatchStateError"]
 
 
 class TelemetryError(Exception):

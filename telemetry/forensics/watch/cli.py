@@ -22,6 +22,8 @@ from ..cli import byte_count
 from ..loading import MAX_LINE_BYTES
 from .watcher import PassResult, Watcher, WatchOptions
 
+__all__ = ["DEFAULT_PORT", "EXIT_INPUT", "EXIT_INTERNAL", "EXIT_OK", "build_parser", "duration", "main"]
+
 EXIT_OK, EXIT_INPUT, EXIT_INTERNAL = 0, 2, 3
 DEFAULT_PORT = 9465
 _UNITS = {"": 1.0, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}

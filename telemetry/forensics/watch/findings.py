@@ -15,6 +15,8 @@ from typing import Any, Callable, Mapping
 
 from ..questions import question
 
+__all__ = ["Row", "WATCHED", "Watched", "counted", "finding_key", "watched_questions"]
+
 Row = Mapping[str, Any]
 
 

@@ -21,6 +21,8 @@ from typing import Iterable, Optional
 from ...exceptions import ForensicsInputError
 from ..inputs import is_trace_file, walk
 
+__all__ = ["Chunk", "Followed", "Follower", "HEAD_BYTES"]
+
 HEAD_BYTES = 64
 """How many leading bytes fingerprint a file, so a reused inode is not mistaken for the old file."""
 _GLOB_CHARS = frozenset("*?[")

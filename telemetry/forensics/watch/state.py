@@ -17,6 +17,8 @@ from typing import Any, Optional
 from ...exceptions import WatchStateError
 from .follow import Followed
 
+__all__ = ["STATE_FORMAT", "WatchState", "load_state", "save_state"]
+
 STATE_FORMAT = "outcome-telemetry-watch/1"
 
 

@@ -28,6 +28,8 @@ from .follow import Follower
 from .state import WatchState, load_state, save_state
 from .window import Window
 
+__all__ = ["Finding", "PassResult", "READ_BUDGET", "WatchMetrics", "WatchOptions", "Watcher"]
+
 READ_BUDGET = 256 << 20
 """Bytes read into the window per pass at most; a backlog is worked off in back-to-back passes."""
 _PASS_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 20.0, 30.0, 60.0, 120.0)

@@ -29,6 +29,8 @@ from ..loading import MAX_LINE_BYTES, SPANS_LOADED, LoadReport, finish_load, ins
 from ..questions import question
 from .follow import Chunk
 
+__all__ = ["Added", "BadLine", "Window"]
+
 _STAGING = "watch_new_spans"
 
 
