@@ -19,6 +19,7 @@ QUICK_ARGS = {
     "kill": ["--seconds", "1.5", "--runs", "1"],
     "forensics": ["--spans", "50000"],
     "guards": ["--writes", "2000", "--increments", "20"],
+    "watch": ["--spans", "50000"],
 }
 
 

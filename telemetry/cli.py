@@ -16,6 +16,8 @@ Make the failures that look like success visible: transport ok, outcome not ok.
 commands:
   forensics   find divergent reads, lost updates, dropped constraints, stale sends ... in
               OTLP JSON trace files (run 'outcome-telemetry forensics --help')
+  watch       continuous forensics: follow trace files, count new findings on /metrics
+              for Prometheus (run 'outcome-telemetry watch --help')
   audit       the six yeses (scoped, idempotent, version-bound, previewable, read-back
               verified, observable) and the schema lint, for Python tools, MCP servers and
               traces (run 'outcome-telemetry audit --help')
@@ -42,7 +44,7 @@ def main(argv: list[str] | None = None) -> int:
         description=DESCRIPTION,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("command", nargs="?", choices=["forensics", "audit", "demo", "quickstart", "metrics-serve", "paths"], help=argparse.SUPPRESS)
+    parser.add_argument("command", nargs="?", choices=["forensics", "watch", "audit", "demo", "quickstart", "metrics-serve", "paths"], help=argparse.SUPPRESS)
     parser.add_argument("--version", action="store_true", help="print the version and exit")
     if not args or args[0] in ("-h", "--help"):
         parser.print_help()
@@ -57,6 +59,10 @@ def main(argv: list[str] | None = None) -> int:
         from .forensics.cli import main as forensics_main
 
         return forensics_main(rest)
+    if command == "watch":
+        from .forensics.watch.cli import main as watch_main
+
+        return watch_main(rest)
     if command == "audit":
         from .audit.cli import main as audit_main
 
@@ -86,7 +92,7 @@ def main(argv: list[str] | None = None) -> int:
         return metrics_serve_main(rest)
     if command == "paths":
         return _paths()
-    parser.error(f"unknown command {command!r}; choose from forensics, audit, demo, quickstart, metrics-serve, paths")
+    parser.error(f"unknown command {command!r}; choose from forensics, watch, audit, demo, quickstart, metrics-serve, paths")
     return 2  # unreachable: parser.error exits
 
 

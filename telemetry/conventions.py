@@ -415,3 +415,41 @@ ALERTS: Final = (
     ALERT_DROPPING_SPANS,
     ALERT_READBACK_ERRORS,
 )
+
+# --- continuous forensics (``outcome-telemetry watch``) --------------------------------------
+
+METRIC_FORENSIC_FINDINGS: Final = "tool_forensic_findings"
+METRIC_FORENSIC_FINDINGS_TOTAL: Final = "tool_forensic_findings_total"
+"""New forensics findings by ``question``: each finding (its question and identifying columns)
+counted once, however many passes over the window see it."""
+LABEL_QUESTION: Final = "question"
+METRIC_WATCH_LINES_READ_TOTAL: Final = "outcome_telemetry_watch_lines_read_total"
+"""Complete trace lines the watcher has read (each once)."""
+METRIC_WATCH_BAD_LINES_TOTAL: Final = "outcome_telemetry_watch_bad_lines_total"
+"""Lines that were not OTLP TracesData (skipped, named on stderr with file and line)."""
+METRIC_WATCH_LAG_SECONDS: Final = "outcome_telemetry_watch_lag_seconds"
+"""Wall-clock now minus the end of the newest span read: how far behind the traces the watcher is."""
+METRIC_WATCH_PASS_DURATION: Final = "outcome_telemetry_watch_pass_duration_seconds"
+"""A histogram of pass durations (read, evaluate every question, count)."""
+METRIC_WATCH_PASS_FAILURES_TOTAL: Final = "outcome_telemetry_watch_pass_failures_total"
+"""Passes that failed (logged with a traceback; the next pass retries)."""
+METRIC_WATCH_WINDOW_SPANS: Final = "outcome_telemetry_watch_window_spans"
+"""Spans in the sliding window after the last pass."""
+METRIC_WATCH_FILES: Final = "outcome_telemetry_watch_files"
+"""Trace files being followed."""
+ALERT_FORENSIC_FINDING: Final = "ToolForensicFinding"
+"""A new finding from continuous forensics, with the question's severity."""
+WATCH_METRIC_LABELS: Final = {
+    METRIC_FORENSIC_FINDINGS_TOTAL: (LABEL_QUESTION,),
+    METRIC_WATCH_LINES_READ_TOTAL: (),
+    METRIC_WATCH_BAD_LINES_TOTAL: (),
+    METRIC_WATCH_LAG_SECONDS: (),
+    METRIC_WATCH_PASS_DURATION: (),
+    METRIC_WATCH_PASS_FAILURES_TOTAL: (),
+    METRIC_WATCH_WINDOW_SPANS: (),
+    METRIC_WATCH_FILES: (),
+}
+"""What ``outcome-telemetry watch`` serves (exposed name to labels); ``question`` values are the
+forensics question names."""
+WATCH_ALERTS: Final = (ALERT_FORENSIC_FINDING,)
+"""Alerts of ``alerts/watch.rules.yml`` (one rule per severity, all named the same)."""

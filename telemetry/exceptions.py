@@ -7,7 +7,7 @@ cannot be done.
 
 from __future__ import annotations
 
-__all__ = ["ConfigurationError", "ForensicsInputError", "GuardError", "TelemetryError"]
+__all__ = ["ConfigurationError", "ForensicsInputError", "GuardError", "TelemetryError", "WatchStateError"]
 
 
 class TelemetryError(Exception):
@@ -31,3 +31,8 @@ class GuardError(TelemetryError):
 class AuditTargetError(TelemetryError, ValueError):
     """An audit target cannot be loaded (no such module or attribute, not a tool, an MCP server
     that does not start or answer); the message names the target and what to pass instead."""
+
+
+class WatchStateError(TelemetryError, ValueError):
+    """The ``watch --state`` file cannot be used (not JSON, another format, or unreadable); the
+    message names the file and says how to start afresh."""

@@ -42,7 +42,7 @@ exit status: 0 done; 1 findings (with --fail-on-findings); 2 bad input or usage;
 """
 
 
-def _byte_count(text: str) -> int:
+def byte_count(text: str) -> int:
     """``--max-line-bytes``: a positive integer, optionally with a K/M/G (binary) suffix."""
     units = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
     scale = units.get(text[-1:].lower(), 1)
@@ -56,7 +56,7 @@ def _common(parser: argparse.ArgumentParser, *, findings: bool = True) -> None:
     parser.add_argument("paths", nargs="+", metavar="PATHS", help="trace files, directories or globs")
     parser.add_argument("--skip-bad-lines", action="store_true",
                         help="skip malformed lines (reported with file and line) instead of failing")
-    parser.add_argument("--max-line-bytes", type=_byte_count, default=MAX_LINE_BYTES, metavar="N",
+    parser.add_argument("--max-line-bytes", type=byte_count, default=MAX_LINE_BYTES, metavar="N",
                         help="longest line to read, in bytes (K/M/G suffixes; default 16M); longer lines "
                              "are refused naming the line, or skipped with --skip-bad-lines")
     parser.add_argument("--quiet", "-q", action="store_true", help="no progress messages on stderr")

@@ -58,10 +58,10 @@ def _scan_directory(directory: Path) -> list[Path]:
     if manifest.is_file():
         # An ingest directory: its parts, not the manifest or stray temporary files.
         return sorted(p for p in directory.glob("*" + PARQUET_SUFFIX) if p.is_file())
-    return sorted(p for p in _walk(directory) if is_trace_file(p))
+    return sorted(p for p in walk(directory) if is_trace_file(p))
 
 
-def _walk(directory: Path) -> list[Path]:
+def walk(directory: Path) -> list[Path]:
     """Every file under ``directory``, following symlinked folders; a folder reached twice (a
     symlink loop, or two links to one folder) is read once and the loop is reported on stderr."""
     seen: set[tuple[int, int]] = set()

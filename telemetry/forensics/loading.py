@@ -131,9 +131,10 @@ class _JsonLoader:
     """One JSON-lines load: repaired copies live in a private temporary directory."""
 
     def __init__(self, con: duckdb.DuckDBPyConnection, skip_bad_lines: bool, progress: Optional[Progress],
-                 max_line_bytes: int = MAX_LINE_BYTES):
+                 max_line_bytes: int = MAX_LINE_BYTES, *, refuse_all_bad: bool = True):
         self.con = con
         self.skip_bad_lines = skip_bad_lines
+        self.refuse_all_bad = refuse_all_bad
         self.max_line_bytes = max_line_bytes
         self._sizes: dict[Path, int] = {}  # one size per file for the whole load
         self.progress = progress
@@ -217,7 +218,7 @@ class _JsonLoader:
             raise ForensicsInputError(f"{source}: DuckDB refused it ({error}); {EXPECTED}") from None
         if diagnosis.only_truncated:
             self.report.truncated.append(source)
-        elif not self.skip_bad_lines or diagnosis.good_lines == 0:
+        elif not self.skip_bad_lines or (diagnosis.good_lines == 0 and self.refuse_all_bad):
             hint = "" if diagnosis.good_lines == 0 else " (pass --skip-bad-lines to read the rest)"
             raise ForensicsInputError(describe(diagnosis) + hint) from None
         else:
@@ -256,8 +257,8 @@ class _JsonLoader:
         return sql, {"paths": [str(p) for p in self._read.values()], "max_line_bytes": self.max_line_bytes,
                      "sources": [src for src, _ in fixed], "fixed": [read for _, read in fixed]}
 
-    def load(self, files: list[Path], parquet: Optional[Path] = None) -> LoadReport:
-        """Read ``files`` into ``spans_loaded``, or stream them into the Parquet file ``parquet``."""
+    def load(self, files: list[Path], parquet: Optional[Path] = None, table: str = SPANS_LOADED) -> LoadReport:
+        """Read ``files`` into ``table``, or stream them into the Parquet file ``parquet``."""
         started = time.perf_counter()
         self.report.files = len(files)
         for source in files:
@@ -275,7 +276,7 @@ class _JsonLoader:
                 try:
                     with _ProgressTicker(self.con, "reading traces", self.progress):
                         if parquet is None:
-                            self.con.execute(f"CREATE OR REPLACE TABLE {SPANS_LOADED} AS {sql}", params).fetchall()
+                            self.con.execute(f"CREATE OR REPLACE TABLE {table} AS {sql}", params).fetchall()
                         else:  # streamed: the spans never sit in memory all at once
                             self.con.sql(sql, params=params).write_parquet(str(parquet), compression="zstd")
                     grown = [src for src, read in self._read.items() if read == src and self._grew(src)]
@@ -289,7 +290,7 @@ class _JsonLoader:
             if self._tmp is not None:
                 self._tmp.cleanup()
         if parquet is None:
-            row = self.con.execute(f"SELECT count(*) FROM {SPANS_LOADED}").fetchall()[0]
+            row = self.con.execute(f"SELECT count(*) FROM {table}").fetchall()[0]
         else:
             row = self.con.execute("SELECT count(*) FROM read_parquet($p)", {"p": str(parquet)}).fetchall()[0]
         self.report.spans = int(row[0])
@@ -375,11 +376,36 @@ def load(
         progress(f"read {report.spans:,} spans from {report.files} file(s) in {report.seconds:.1f} s; "
                  "looking for copies of one span")
     started = time.perf_counter()
-    report.duplicates = deduplicate(con, SPANS_LOADED, SPANS_BASE, is_table=bool(inputs.json_files))
-    con.execute(_spans_sql()[1]).fetchall()
+    finish_load(con, report, is_table=bool(inputs.json_files))
     if progress:
         progress(f"loaded {report.spans:,} spans from {report.files} file(s) in "
                  f"{report.seconds + time.perf_counter() - started:.1f} s")
+    return report
+
+
+def read_json_lines(
+    con: duckdb.DuckDBPyConnection,
+    files: list[Path],
+    table: str,
+    *,
+    max_line_bytes: int = MAX_LINE_BYTES,
+) -> LoadReport:
+    """Validate ``files`` like :func:`load` with ``skip_bad_lines`` and read their spans into ``table``.
+
+    For readers of complete lines taken from growing files (``watch``): a file of bad lines
+    only is skipped like any bad line rather than refused, and ``table`` is a name the caller
+    owns (never user input). ``install_macros`` must have run on ``con``.
+    """
+    loader = _JsonLoader(con, True, None, max_line_bytes, refuse_all_bad=False)
+    loader.snapshot(files)
+    return loader.load(files, table=table)
+
+
+def finish_load(con: duckdb.DuckDBPyConnection, report: LoadReport, *, is_table: bool = True) -> LoadReport:
+    """After ``spans_loaded`` holds the spans: drop copies (into ``report.duplicates``) and define
+    ``spans`` and the relations built on it (``queries/spans.sql`` after its marker)."""
+    report.duplicates = deduplicate(con, SPANS_LOADED, SPANS_BASE, is_table=is_table)
+    con.execute(_spans_sql()[1]).fetchall()
     return report
 
 

@@ -139,10 +139,13 @@ def api(base: str, path: str, **params: str) -> Any:
     return body["data"]
 
 
-def panel_results(base: str) -> dict[str, int]:
-    """Number of series each dashboard panel query returns right now, keyed by panel and query."""
+def panel_results(base: str, *, watch: bool = False) -> dict[str, int]:
+    """Number of series each dashboard panel query returns right now, keyed by panel and query:
+    the panels on what ``outcome-telemetry watch`` serves with ``watch``, the others without."""
     counts = {}
     for title, expr in shipped.panel_queries(shipped.dashboard()):
+        if any(name in expr for name in c.WATCH_METRIC_LABELS) != watch:
+            continue
         counts[f"{title}: {expr}"] = len(api(base, "/api/v1/query", query=shipped.as_promql(expr))["result"])
     return counts
 

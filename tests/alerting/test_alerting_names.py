@@ -8,30 +8,33 @@ from typing import Any
 import pytest
 
 from telemetry import conventions as c
+from telemetry.forensics import QUESTION_NAMES
 
 import shipped
 from promql_names import extract
 
-HISTOGRAMS = {name for name in c.METRIC_LABELS if not name.endswith("_total")}
-RAW_METRICS = set(c.METRIC_LABELS) | {h + s for h in HISTOGRAMS for s in c.HISTOGRAM_SUFFIXES}
+ALL_METRIC_LABELS = {**c.METRIC_LABELS, **c.WATCH_METRIC_LABELS}
+HISTOGRAMS = {name for name in c.METRIC_LABELS if not name.endswith("_total")} | {c.METRIC_WATCH_PASS_DURATION}
+RAW_METRICS = set(ALL_METRIC_LABELS) | {h + s for h in HISTOGRAMS for s in c.HISTOGRAM_SUFFIXES}
 TARGET_LABELS = (c.LABEL_JOB, c.LABEL_INSTANCE)
 LABEL_VALUES: dict[str, frozenset[str]] = {
     c.LABEL_TRANSPORT: frozenset(c.TRANSPORT_VALUES),
     c.LABEL_READBACK: frozenset(c.READBACK_VALUES),
     c.LABEL_OUTCOME: c.OUTCOMES | {c.OUTCOME_OTHER},
     c.LABEL_REASON: c.REFUSAL_OUTCOMES,
+    c.LABEL_QUESTION: frozenset(QUESTION_NAMES),
 }
 """Label values a matcher may name; ``tool`` values come from the user (only ``$tool`` is allowed)."""
 
 
 def allowed_labels(metric: str) -> set[str]:
     """The labels a series of ``metric`` carries: its own, the target's, ``le`` on buckets."""
-    if metric in c.METRIC_LABELS:
-        return set(c.METRIC_LABELS[metric]) | set(TARGET_LABELS)
+    if metric in ALL_METRIC_LABELS:
+        return set(ALL_METRIC_LABELS[metric]) | set(TARGET_LABELS)
     for histogram in HISTOGRAMS:
         if metric.startswith(histogram) and metric[len(histogram):] in c.HISTOGRAM_SUFFIXES:
             extra = {c.LABEL_LE} if metric.endswith("_bucket") else set()
-            return set(c.METRIC_LABELS[histogram]) | set(TARGET_LABELS) | extra
+            return set(ALL_METRIC_LABELS[histogram]) | set(TARGET_LABELS) | extra
     if metric == c.PROMETHEUS_UP:
         return set(TARGET_LABELS)
     return {c.LABEL_TOOL, c.LABEL_OUTCOME}  # recording rules aggregate to these at most
@@ -96,9 +99,11 @@ def test_the_names_check_catches_unknown_names() -> None:
 def test_recording_rules_and_alerts_match_conventions_exactly() -> None:
     """The rule file records exactly conventions.RECORDING_RULES and alerts exactly conventions.ALERTS."""
     records = [rule["record"] for rule in shipped.rules() if "record" in rule]
-    alerts = [rule["alert"] for rule in shipped.alert_rules()]
+    alerts = [rule["alert"] for rule in shipped.alert_rules() if rule["alert"] not in c.WATCH_ALERTS]
     assert sorted(records) == sorted(c.RECORDING_RULES) and len(set(records)) == len(records)
     assert sorted(alerts) == sorted(c.ALERTS) and len(set(alerts)) == len(alerts)
+    watch = {rule["alert"] for rule in shipped.alert_rules()} - set(c.ALERTS)
+    assert watch == set(c.WATCH_ALERTS)
 
 
 def test_alert_labels_are_convention_names() -> None:

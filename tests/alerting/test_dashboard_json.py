@@ -64,8 +64,8 @@ def test_every_panel_uses_the_datasource_variable() -> None:
 
 
 def test_every_tool_selector_follows_the_tool_variable() -> None:
-    """Every series a panel selects is filtered by `tool=~"$tool"` (the SLO constants and the toolkit's
-    own health counters have no tool)."""
+    """Every series a panel selects is filtered by `tool=~"$tool"` (the SLO constants, the toolkit's
+    own health counters and what `outcome-telemetry watch` serves have no tool)."""
     constants = {
         c.RULE_INTENT_SLO_TARGET,
         c.RULE_INTENT_SLO_ERROR_BUDGET,
@@ -74,7 +74,7 @@ def test_every_tool_selector_follows_the_tool_variable() -> None:
     }
     for title, expr in shipped.panel_queries(shipped.dashboard()):
         for selector in extract(expr).selectors:
-            if selector.metric in constants:
+            if selector.metric in constants or any(selector.metric.startswith(m) for m in c.WATCH_METRIC_LABELS):
                 continue
             assert (c.LABEL_TOOL, "=~", "$tool") in selector.matchers, f"{title}: {selector.metric} ignores $tool"
 

@@ -1,0 +1,149 @@
+"""``outcome-telemetry watch``: continuous forensics, served to Prometheus.
+
+    outcome-telemetry watch traces/ --metrics-port 9465 --state /var/lib/ot/watch.json
+
+Exit status: 0 stopped by SIGINT or SIGTERM, 2 bad input or usage, 3 an unexpected failure.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import signal
+import sys
+import threading
+from pathlib import Path
+from types import FrameType
+from typing import Optional, Sequence
+
+from ... import conventions as c
+from ...exceptions import TelemetryError
+from ..cli import byte_count
+from ..loading import MAX_LINE_BYTES
+from .watcher import PassResult, Watcher, WatchOptions
+
+__all__ = ["DEFAULT_PORT", "EXIT_INPUT", "EXIT_INTERNAL", "EXIT_OK", "build_parser", "duration", "main"]
+
+EXIT_OK, EXIT_INPUT, EXIT_INTERNAL = 0, 2, 3
+DEFAULT_PORT = 9465
+_UNITS = {"": 1.0, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
+_DURATION = re.compile(r"([0-9]+(?:\.[0-9]+)?)([smhd]?)")
+
+_EPILOG = f"""\
+Each pass reads the new complete lines of the trace files (a partial last line waits for its
+end; new files and rotated ones are picked up), runs the questions over the window of recent
+spans, and counts on /metrics each new finding once in {c.METRIC_FORENSIC_FINDINGS_TOTAL}{{question}}.
+Only failures that went through are counted: refused, deduplicated and told failures are not.
+Health: {c.METRIC_WATCH_LINES_READ_TOTAL}, {c.METRIC_WATCH_BAD_LINES_TOTAL},
+{c.METRIC_WATCH_LAG_SECONDS}, {c.METRIC_WATCH_PASS_DURATION}.
+
+Without --state, offsets and counted findings live in memory only: a restart reads every file
+again and counts its findings again. With --state FILE they are saved after every pass (and the
+window in FILE.window.duckdb), so a restart goes on where it stopped.
+
+DURATION is seconds, or a number with s, m, h or d (90s, 15m, 1h). SIGINT or SIGTERM stops
+after the pass in progress, with exit status 0. The alert rule {c.ALERT_FORENSIC_FINDING} and its
+runbook: docs/alerts.md.
+"""
+
+
+def duration(text: str) -> float:
+    """``--interval``/``--window``/``--settle``: seconds, or a number with s/m/h/d."""
+    match = _DURATION.fullmatch(text.strip().lower())
+    if not match:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a duration (e.g. 15, 90s, 15m, 1h)")
+    return float(match.group(1)) * _UNITS[match.group(2)]
+
+
+def _port(text: str) -> int:
+    if not text.isdigit() or not 0 <= int(text) <= 65535:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port number 0-65535 (0 picks a free one)")
+    return int(text)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="outcome-telemetry watch",
+        description="Follow OTLP JSON-lines trace files and turn lost updates, dropped constraints, "
+                    "stale sends and double executions into Prometheus counters within a pass.",
+        epilog=_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("paths", nargs="+", metavar="PATHS",
+                        help="trace files, directories (searched recursively, may start empty) or globs")
+    parser.add_argument("--metrics-port", type=_port, default=DEFAULT_PORT, metavar="P",
+                        help=f"serve /metrics on this port (default {DEFAULT_PORT}; 0 picks a free one)")
+    parser.add_argument("--metrics-addr", default="127.0.0.1", metavar="ADDR",
+                        help="address to serve /metrics on (default 127.0.0.1)")
+    parser.add_argument("--interval", type=duration, default=15.0, metavar="SECONDS",
+                        help="time between passes (default 15s)")
+    parser.add_argument("--window", type=duration, default=3600.0, metavar="DURATION",
+                        help="how much recent span time the questions see (default 1h: a crew run and more)")
+    parser.add_argument("--settle", type=duration, default=10.0, metavar="DURATION",
+                        help="how long a finding must hold before it counts (default 10s: longer than "
+                             "an exporter's flush delay)")
+    parser.add_argument("--state", type=Path, metavar="FILE",
+                        help="keep offsets and counted findings here across restarts (see below)")
+    parser.add_argument("--max-line-bytes", type=byte_count, default=MAX_LINE_BYTES, metavar="N",
+                        help="longest line to read (K/M/G suffixes; default 16M); longer lines are skipped")
+    parser.add_argument("--quiet", "-q", action="store_true", help="no per-pass progress on stderr")
+    return parser
+
+
+def _progress(result: PassResult) -> None:
+    if result.lines or result.new or result.evicted:
+        print(f"pass: {result.lines:,} line(s), {result.spans:,} span(s) read, {result.bad_lines} bad; "
+              f"window {result.window_spans:,} span(s) ({result.evicted:,} evicted); "
+              f"{len(result.new)} new finding(s) in {result.seconds:.2f} s", file=sys.stderr, flush=True)
+
+
+def main(argv: Sequence[str]) -> int:
+    """Run ``outcome-telemetry watch`` with ``argv`` until SIGINT or SIGTERM."""
+    parser = build_parser()
+    try:
+        args = parser.parse_args(list(argv))
+    except SystemExit as exit_:
+        return int(exit_.code or 0)
+    if args.interval <= 0 or args.window <= 0:
+        print("error: --interval and --window must be more than 0", file=sys.stderr)
+        return EXIT_INPUT
+    options = WatchOptions(paths=tuple(args.paths), interval=args.interval, window=args.window,
+                           settle=args.settle, state=args.state, max_line_bytes=args.max_line_bytes)
+    stop = threading.Event()
+
+    def _stop(signum: int, frame: Optional[FrameType]) -> None:
+        stop.set()
+
+    previous = {sig: signal.signal(sig, _stop) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        watcher = Watcher(options, out=sys.stdout)
+    except TelemetryError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_INPUT
+    server = None
+    try:
+        from prometheus_client import start_http_server
+
+        try:
+            server, _thread = start_http_server(args.metrics_port, addr=args.metrics_addr, registry=watcher.registry)
+        except OSError as exc:
+            print(f"error: cannot serve /metrics on {args.metrics_addr}:{args.metrics_port} ({exc}); pass "
+                  "another --metrics-port", file=sys.stderr)
+            return EXIT_INPUT
+        host, port = server.server_address[:2]
+        host = host.decode() if isinstance(host, bytes) else host
+        print(f"watching {' '.join(args.paths)}: /metrics at http://{host}:{port}/metrics, a pass every "
+              f"{args.interval:g} s over a {args.window:g} s window", file=sys.stderr, flush=True)
+        watcher.run(stop, None if args.quiet else _progress)
+        return EXIT_OK
+    except Exception:
+        import traceback
+
+        traceback.print_exc()
+        print("error: watch failed unexpectedly (exit 3); the traceback above says where", file=sys.stderr)
+        return EXIT_INTERNAL
+    finally:
+        if server is not None:
+            server.shutdown()
+            server.server_close()
+        watcher.close()
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)

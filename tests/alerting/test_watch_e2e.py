@@ -1,0 +1,101 @@
+"""End to end on loopback: crews write traces, `outcome-telemetry watch` follows them, a real
+Prometheus (Debian's) scrapes the watchers with the shipped rules and pages.
+
+Two watchers run side by side, one on a legacy crew's trace folder and one on a guarded crew's;
+both crews are started after the watchers, so the watchers see the files appear and grow. The
+legacy watcher must drive ToolForensicFinding to firing for lost updates and for constraint loss,
+and the guarded one must raise nothing. Every process is stopped in ``finally``; every wait has a
+deadline.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from telemetry import conventions as c
+
+import shipped
+from test_alerting_e2e import api, free_port, panel_results, stop
+
+DEADLINE = 120.0
+
+
+@contextmanager
+def process(args: list[str], log: Path) -> Iterator[subprocess.Popen[bytes]]:
+    with log.open("w") as sink:
+        proc = subprocess.Popen(args, stdout=sink, stderr=subprocess.STDOUT)
+    try:
+        yield proc
+    finally:
+        stop(proc)
+
+
+def watch(folder: Path, port: int, log: Path) -> list[str]:
+    folder.mkdir(parents=True)
+    return [sys.executable, "-m", "telemetry.cli", "watch", str(folder), "--metrics-port", str(port),
+            "--interval", "1", "--settle", "1"]
+
+
+@pytest.mark.slow
+def test_watch_pages_for_a_legacy_crew_and_not_for_a_guarded_one(prometheus_binary: str, tmp_path: Path) -> None:
+    """Lost updates and constraint loss fire ToolForensicFinding (critical) for the legacy crew's
+    watcher within the deadline; the guarded crew's watcher, having read its spans, fires nothing;
+    the watch panels of the dashboard return data."""
+    ports = {"legacy": free_port(), "guarded": free_port()}
+    prom_port = free_port()
+    config = {
+        "global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
+        "rule_files": [str(path) for path in shipped.rule_files()],
+        "scrape_configs": [{"job_name": mode, "static_configs": [{"targets": [f"127.0.0.1:{port}"]}]}
+                           for mode, port in ports.items()],
+    }
+    (tmp_path / "prometheus.yml").write_text(yaml.safe_dump(config))
+    seen: list[dict[str, Any]] = []
+    with ExitStack() as stack:
+        for mode, port in ports.items():
+            stack.enter_context(process(watch(tmp_path / mode / "traces", port, tmp_path / f"{mode}.log"),
+                                        tmp_path / f"watch-{mode}.log"))
+        stack.enter_context(process([
+            prometheus_binary, f"--config.file={tmp_path / 'prometheus.yml'}",
+            f"--storage.tsdb.path={tmp_path / 'data'}", f"--web.listen-address=127.0.0.1:{prom_port}",
+            "--log.level=warn"], tmp_path / "prometheus.log"))
+        base = f"http://127.0.0.1:{prom_port}"
+        for mode in ports:
+            stack.enter_context(process([sys.executable, "-m", "telemetry.cli", "demo", "--mode", mode, "--out",
+                                         str(tmp_path / mode), "--no-alerts"], tmp_path / f"crew-{mode}.log"))
+        expected = {("legacy", "lost_updates"), ("legacy", "constraint_loss_by_hop")}
+        deadline = time.monotonic() + DEADLINE
+        guarded_read_at = None
+        while True:
+            try:
+                alerts = api(base, "/api/v1/alerts")["alerts"]
+                lines = api(base, "/api/v1/query", query=f'{c.METRIC_WATCH_LINES_READ_TOTAL}{{job="guarded"}}')["result"]
+            except OSError:
+                alerts, lines = [], []
+            seen += [a for a in alerts if a["labels"]["alertname"] == c.ALERT_FORENSIC_FINDING]
+            firing = {(a["labels"]["job"], a["labels"][c.LABEL_QUESTION]) for a in seen if a["state"] == "firing"}
+            if guarded_read_at is None and lines and float(lines[0]["value"][1]) > 0:
+                guarded_read_at = time.monotonic()
+            # The guarded watcher gets as long as the legacy one needed, and at least 10 s more.
+            if expected <= firing and guarded_read_at is not None and time.monotonic() > guarded_read_at + 10:
+                break
+            if time.monotonic() > deadline:
+                logs = "\n".join(f"{p.name}: {p.read_text()[-2000:]}" for p in sorted(tmp_path.glob("*.log")))
+                pytest.fail(f"after {DEADLINE:.0f} s: firing {sorted(firing)}, guarded lines read "
+                            f"{lines}\n{logs}")
+            time.sleep(1)
+        severities = {a["labels"][c.LABEL_SEVERITY] for a in seen
+                      if a["labels"][c.LABEL_QUESTION] in ("lost_updates", "constraint_loss_by_hop")}
+        assert severities == {c.SEVERITY_CRITICAL}
+        assert not [a for a in seen if a["labels"]["job"] == "guarded"], "the guarded crew paged"
+        empty = [query for query, n in panel_results(base, watch=True).items() if not n]
+        assert not empty, f"watch panels with no data: {empty}"
