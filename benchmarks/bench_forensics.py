@@ -114,13 +114,12 @@ def _root(trace: str, run: str, n: int, t0: int) -> str:
             '"endTimeUnixNano":"%d","attributes":[%s]}') % (trace, n, c.SPAN_NAME_PREFIX, start, start + 1000, ",".join(attrs))
 
 
-def generate(path: Path, spans: int, seed: int = 7) -> int:
-    """Write ``spans`` spans to ``path`` as OTLP JSON lines; return the file size in bytes."""
+def generate(path: Path, spans: int, seed: int = 7, t0: int = 1_700_000_000_000_000_000) -> int:
+    """Write ``spans`` spans to ``path`` as OTLP JSON lines, from ``t0`` on; return the file size in bytes."""
     rng = random.Random(seed)
     head = ('{"resourceSpans":[{"resource":{"attributes":[%s]},"scopeSpans":[{"scope":{"name":"%s",'
             '"version":"0.1.0"},"spans":[') % (_s(c.SERVICE_NAME, "crew"), c.INSTRUMENTATION_SCOPE)
     tail = "]}]}]}\n"
-    t0 = 1_700_000_000_000_000_000
     written = 0
     versions: dict[str, int] = {}
     with open(path, "w", encoding="utf-8", buffering=1 << 22) as out:

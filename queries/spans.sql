@@ -91,6 +91,95 @@ CREATE OR REPLACE TEMP MACRO otlp_suspicious(d) AS
             ss.spans IS NULL OR ss.scope IS NULL
             OR list_bool_or(list_transform(ss.spans, lambda sp: sp.attributes IS NULL)))))), false);
 
+-- otlp_typed('name'): the stored span columns from the relation `name` (a table, a view or a CTE
+-- in scope) of checked spans, with the columns source_file, resource_attributes, scope_name,
+-- scope_version, s (the span: traceId, spanId, parentSpanId, name, kind, status {code, message},
+-- startTimeUnixNano, endTimeUnixNano), attribute_keys, attribute_values and attribute_arrays.
+-- Every source (JSON lines here, ClickHouse in telemetry/forensics/clickhouse/) goes through it,
+-- so one set of rules types them.
+CREATE OR REPLACE TEMP MACRO otlp_typed(checked) AS TABLE
+WITH typed AS (
+    SELECT
+        lower(s.traceId) AS trace_id,
+        lower(s.spanId) AS span_id,
+        lower(nullif(s.parentSpanId, '')) AS parent_span_id,
+        s.name AS name,
+        CASE upper(coalesce(s.kind, '0'))
+            WHEN '0' THEN 'unspecified' WHEN 'SPAN_KIND_UNSPECIFIED' THEN 'unspecified'
+            WHEN '1' THEN 'internal' WHEN 'SPAN_KIND_INTERNAL' THEN 'internal'
+            WHEN '2' THEN 'server' WHEN 'SPAN_KIND_SERVER' THEN 'server'
+            WHEN '3' THEN 'client' WHEN 'SPAN_KIND_CLIENT' THEN 'client'
+            WHEN '4' THEN 'producer' WHEN 'SPAN_KIND_PRODUCER' THEN 'producer'
+            WHEN '5' THEN 'consumer' WHEN 'SPAN_KIND_CONSUMER' THEN 'consumer'
+            ELSE lower(s.kind)
+        END AS kind,
+        CASE upper(coalesce(s.status.code, '0'))
+            WHEN '0' THEN 'unset' WHEN 'STATUS_CODE_UNSET' THEN 'unset'
+            WHEN '1' THEN 'ok' WHEN 'STATUS_CODE_OK' THEN 'ok'
+            WHEN '2' THEN 'error' WHEN 'STATUS_CODE_ERROR' THEN 'error'
+            ELSE lower(s.status.code)
+        END AS status_code,
+        nullif(s.status.message, '') AS status_message,
+        CAST(s.startTimeUnixNano AS UBIGINT) AS start_time_unix_nano,
+        CAST(s.endTimeUnixNano AS UBIGINT) AS end_time_unix_nano,
+        make_timestamp_ns(CAST(s.startTimeUnixNano AS BIGINT)) AS start_time,
+        make_timestamp_ns(CAST(s.endTimeUnixNano AS BIGINT)) AS end_time,
+        (CAST(s.endTimeUnixNano AS DOUBLE) - CAST(s.startTimeUnixNano AS DOUBLE)) / 1e6 AS duration_ms,
+        attr(resource_attributes, 'service.name') AS service_name,
+        scope_name,
+        scope_version,
+        source_file,
+        attribute_keys,
+        attribute_values,
+        attribute_arrays,
+        resource_attributes,
+        attribute_values[list_position(attribute_keys, 'gen_ai.conversation.id')] AS conversation_id,
+        attribute_values[list_position(attribute_keys, 'gen_ai.tool.name')] AS tool_name,
+        attribute_values[list_position(attribute_keys, 'gen_ai.agent.id')] AS agent_id,
+        attribute_values[list_position(attribute_keys, 'tool.kind')] AS tool_kind,
+        attribute_values[list_position(attribute_keys, 'tool.transport')] AS transport,
+        attribute_values[list_position(attribute_keys, 'tool.readback')] AS readback,
+        attribute_values[list_position(attribute_keys, 'tool.outcome')] AS outcome,
+        attribute_values[list_position(attribute_keys, 'error.type')] AS error_type,
+        attribute_values[list_position(attribute_keys, 'state.key')] AS state_key,
+        attribute_values[list_position(attribute_keys, 'state.version.read')] AS state_version_read,
+        attribute_values[list_position(attribute_keys, 'state.version.expected')] AS state_version_expected,
+        attribute_values[list_position(attribute_keys, 'state.version.current')] AS state_version_current,
+        attribute_values[list_position(attribute_keys, 'state.version.written')] AS state_version_written,
+        attribute_values[list_position(attribute_keys, 'delegation.task_id')] AS delegation_task_id,
+        attribute_values[list_position(attribute_keys, 'delegation.origin_task_id')] AS delegation_origin_task_id,
+        attribute_values[list_position(attribute_keys, 'delegation.root_task_id')] AS delegation_root_task_id,
+        TRY_CAST(TRY_CAST(attribute_values[list_position(attribute_keys, 'delegation.hop')] AS DOUBLE) AS BIGINT)
+            AS delegation_hop,
+        coalesce(attribute_arrays[list_position(attribute_keys, 'delegation.constraints.carried')], [])
+            AS constraints_carried,
+        coalesce(attribute_arrays[list_position(attribute_keys, 'delegation.constraints.waived')], [])
+            AS constraints_waived,
+        coalesce(attribute_arrays[list_position(attribute_keys, 'delegation.constraints.waiver_reasons')], [])
+            AS waiver_reasons,
+        attribute_values[list_position(attribute_keys, 'objective.task_id')] AS objective_task_id,
+        attribute_values[list_position(attribute_keys, 'objective.version')] AS objective_version,
+        attribute_values[list_position(attribute_keys, 'policy.version')] AS policy_version,
+        attribute_values[list_position(attribute_keys, 'policy.version.current')] AS policy_version_current,
+        attribute_values[list_position(attribute_keys, 'idempotency.key_hash')] AS idempotency_key_hash,
+        attribute_values[list_position(attribute_keys, 'idempotency.payload_hash')] AS idempotency_payload_hash,
+        attribute_values[list_position(attribute_keys, 'idempotency.original_id')] AS idempotency_original_id,
+        coalesce(lower(attribute_values[list_position(attribute_keys, 'tool.deduplicated')]) IN ('true', '1'), false)
+            AS deduplicated,
+        coalesce(lower(attribute_values[list_position(attribute_keys, 'tool.silent_failure')]) IN ('true', '1'), false)
+            AS silent_failure,
+        attribute_values[list_position(attribute_keys, 'plan.id')] AS plan_id,
+        TRY_CAST(TRY_CAST(attribute_values[list_position(attribute_keys, 'plan.objects_matched')] AS DOUBLE) AS BIGINT)
+            AS plan_objects_matched,
+        TRY_CAST(TRY_CAST(attribute_values[list_position(attribute_keys, 'plan.changed_count')] AS DOUBLE) AS BIGINT)
+            AS plan_changed_count,
+        TRY_CAST(TRY_CAST(attribute_values[list_position(attribute_keys, 'plan.outside_target_changed_count')] AS DOUBLE)
+            AS BIGINT) AS plan_outside_target_changed_count,
+        attribute_values[list_position(attribute_keys, 'plan.binding_moved')] AS plan_binding_moved
+    FROM query_table(checked)
+)
+SELECT coalesce(conversation_id, trace_id) AS run_id, * FROM typed;
+
 CREATE OR REPLACE TEMP MACRO otlp_spans(paths, max_line_bytes := 16777216) AS TABLE
 WITH lines AS (
     SELECT
@@ -196,88 +285,8 @@ valid AS (
             THEN otlp_refuse('a span attribute is not {"key": ..., "value": {...}} with a value', source_file)
         ELSE true
     END
-),
-typed AS (
-    SELECT
-        lower(s.traceId) AS trace_id,
-        lower(s.spanId) AS span_id,
-        lower(nullif(s.parentSpanId, '')) AS parent_span_id,
-        s.name AS name,
-        CASE upper(coalesce(s.kind, '0'))
-            WHEN '0' THEN 'unspecified' WHEN 'SPAN_KIND_UNSPECIFIED' THEN 'unspecified'
-            WHEN '1' THEN 'internal' WHEN 'SPAN_KIND_INTERNAL' THEN 'internal'
-            WHEN '2' THEN 'server' WHEN 'SPAN_KIND_SERVER' THEN 'server'
-            WHEN '3' THEN 'client' WHEN 'SPAN_KIND_CLIENT' THEN 'client'
-            WHEN '4' THEN 'producer' WHEN 'SPAN_KIND_PRODUCER' THEN 'producer'
-            WHEN '5' THEN 'consumer' WHEN 'SPAN_KIND_CONSUMER' THEN 'consumer'
-            ELSE lower(s.kind)
-        END AS kind,
-        CASE upper(coalesce(s.status.code, '0'))
-            WHEN '0' THEN 'unset' WHEN 'STATUS_CODE_UNSET' THEN 'unset'
-            WHEN '1' THEN 'ok' WHEN 'STATUS_CODE_OK' THEN 'ok'
-            WHEN '2' THEN 'error' WHEN 'STATUS_CODE_ERROR' THEN 'error'
-            ELSE lower(s.status.code)
-        END AS status_code,
-        nullif(s.status.message, '') AS status_message,
-        CAST(s.startTimeUnixNano AS UBIGINT) AS start_time_unix_nano,
-        CAST(s.endTimeUnixNano AS UBIGINT) AS end_time_unix_nano,
-        make_timestamp_ns(CAST(s.startTimeUnixNano AS BIGINT)) AS start_time,
-        make_timestamp_ns(CAST(s.endTimeUnixNano AS BIGINT)) AS end_time,
-        (CAST(s.endTimeUnixNano AS DOUBLE) - CAST(s.startTimeUnixNano AS DOUBLE)) / 1e6 AS duration_ms,
-        attr(resource_attributes, 'service.name') AS service_name,
-        scope_name,
-        scope_version,
-        source_file,
-        attribute_keys,
-        attribute_values,
-        attribute_arrays,
-        resource_attributes,
-        attribute_values[list_position(attribute_keys, 'gen_ai.conversation.id')] AS conversation_id,
-        attribute_values[list_position(attribute_keys, 'gen_ai.tool.name')] AS tool_name,
-        attribute_values[list_position(attribute_keys, 'gen_ai.agent.id')] AS agent_id,
-        attribute_values[list_position(attribute_keys, 'tool.kind')] AS tool_kind,
-        attribute_values[list_position(attribute_keys, 'tool.transport')] AS transport,
-        attribute_values[list_position(attribute_keys, 'tool.readback')] AS readback,
-        attribute_values[list_position(attribute_keys, 'tool.outcome')] AS outcome,
-        attribute_values[list_position(attribute_keys, 'error.type')] AS error_type,
-        attribute_values[list_position(attribute_keys, 'state.key')] AS state_key,
-        attribute_values[list_position(attribute_keys, 'state.version.read')] AS state_version_read,
-        attribute_values[list_position(attribute_keys, 'state.version.expected')] AS state_version_expected,
-        attribute_values[list_position(attribute_keys, 'state.version.current')] AS state_version_current,
-        attribute_values[list_position(attribute_keys, 'state.version.written')] AS state_version_written,
-        attribute_values[list_position(attribute_keys, 'delegation.task_id')] AS delegation_task_id,
-        attribute_values[list_position(attribute_keys, 'delegation.origin_task_id')] AS delegation_origin_task_id,
-        attribute_values[list_position(attribute_keys, 'delegation.root_task_id')] AS delegation_root_task_id,
-        TRY_CAST(TRY_CAST(attribute_values[list_position(attribute_keys, 'delegation.hop')] AS DOUBLE) AS BIGINT)
-            AS delegation_hop,
-        coalesce(attribute_arrays[list_position(attribute_keys, 'delegation.constraints.carried')], [])
-            AS constraints_carried,
-        coalesce(attribute_arrays[list_position(attribute_keys, 'delegation.constraints.waived')], [])
-            AS constraints_waived,
-        coalesce(attribute_arrays[list_position(attribute_keys, 'delegation.constraints.waiver_reasons')], [])
-            AS waiver_reasons,
-        attribute_values[list_position(attribute_keys, 'objective.task_id')] AS objective_task_id,
-        attribute_values[list_position(attribute_keys, 'objective.version')] AS objective_version,
-        attribute_values[list_position(attribute_keys, 'policy.version')] AS policy_version,
-        attribute_values[list_position(attribute_keys, 'policy.version.current')] AS policy_version_current,
-        attribute_values[list_position(attribute_keys, 'idempotency.key_hash')] AS idempotency_key_hash,
-        attribute_values[list_position(attribute_keys, 'idempotency.payload_hash')] AS idempotency_payload_hash,
-        attribute_values[list_position(attribute_keys, 'idempotency.original_id')] AS idempotency_original_id,
-        coalesce(lower(attribute_values[list_position(attribute_keys, 'tool.deduplicated')]) IN ('true', '1'), false)
-            AS deduplicated,
-        coalesce(lower(attribute_values[list_position(attribute_keys, 'tool.silent_failure')]) IN ('true', '1'), false)
-            AS silent_failure,
-        attribute_values[list_position(attribute_keys, 'plan.id')] AS plan_id,
-        TRY_CAST(TRY_CAST(attribute_values[list_position(attribute_keys, 'plan.objects_matched')] AS DOUBLE) AS BIGINT)
-            AS plan_objects_matched,
-        TRY_CAST(TRY_CAST(attribute_values[list_position(attribute_keys, 'plan.changed_count')] AS DOUBLE) AS BIGINT)
-            AS plan_changed_count,
-        TRY_CAST(TRY_CAST(attribute_values[list_position(attribute_keys, 'plan.outside_target_changed_count')] AS DOUBLE)
-            AS BIGINT) AS plan_outside_target_changed_count,
-        attribute_values[list_position(attribute_keys, 'plan.binding_moved')] AS plan_binding_moved
-    FROM valid
 )
-SELECT coalesce(conversation_id, trace_id) AS run_id, * FROM typed;
+SELECT * FROM otlp_typed('valid');
 
 -- The tool kind a span without tool.kind implies, from the attributes that decide it: only
 -- state.version.read: read; state.version.expected or .written: write; any delegation.*:

@@ -7,7 +7,19 @@ cannot be done.
 
 from __future__ import annotations
 
-__all__ = ["ConfigurationError", "ForensicsInputError", "GuardError", "TelemetryError", "WatchStateError"]
+__all__ = [
+    "ClickHouseAuthError",
+    "ClickHouseInputError",
+    "ClickHouseSchemaError",
+    "ClickHouseTableMissing",
+    "ClickHouseUnreachable",
+    "ConfigurationError",
+    "ForensicsInputError",
+    "GuardError",
+    "TelemetryError",
+    "TooManySpans",
+    "WatchStateError",
+]
 
 
 class TelemetryError(Exception):
@@ -36,3 +48,28 @@ class AuditTargetError(TelemetryError, ValueError):
 class WatchStateError(TelemetryError, ValueError):
     """The ``watch --state`` file cannot be used (not JSON, another format, or unreadable); the
     message names the file and says how to start afresh."""
+
+
+class ClickHouseInputError(ForensicsInputError):
+    """Forensics could not read spans from ClickHouse: a bad URL or option, or one of the failures
+    below. Messages never contain the password."""
+
+
+class ClickHouseUnreachable(ClickHouseInputError):
+    """No ClickHouse server answered at the URL (refused, unresolvable, TLS failure or a timeout)."""
+
+
+class ClickHouseAuthError(ClickHouseInputError):
+    """The server refused the user or password (or the user may not read the table)."""
+
+
+class ClickHouseTableMissing(ClickHouseInputError):
+    """The database or table named does not exist (or is not visible to the user)."""
+
+
+class ClickHouseSchemaError(ClickHouseInputError):
+    """The table is not shaped like the Collector's ``otel_traces``; the message names the column."""
+
+
+class TooManySpans(ClickHouseInputError):
+    """The window selects more spans than ``--max-spans`` allows; narrow it or raise the limit."""

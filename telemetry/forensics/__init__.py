@@ -7,7 +7,7 @@ Parquet once for scale; ``cli.main`` is ``outcome-telemetry forensics``. See doc
 
 from __future__ import annotations
 
-from .api import Forensics, open_traces
+from .api import Forensics, open_clickhouse, open_traces
 from .ingest import IngestResult, ingest
 from .questions import QUESTION_NAMES, Question, all_questions, question
 from .report import Report, Section, format_rows
@@ -22,6 +22,7 @@ __all__ = [
     "all_questions",
     "format_rows",
     "ingest",
+    "open_clickhouse",
     "open_traces",
     "question",
 ]

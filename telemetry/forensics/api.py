@@ -14,11 +14,14 @@ import tempfile
 import time
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Iterable, Optional
+from typing import Any, Callable, Iterable, Optional
 
 import duckdb
 
-from ..exceptions import ForensicsInputError
+from ..exceptions import ClickHouseInputError, ForensicsInputError
+from .clickhouse import client as ch_client
+from .clickhouse import source as ch_source
+from .clickhouse.window import iso, window
 from .evidence import Evidence, gather
 from .inputs import PathLike, resolve_inputs
 from .loading import MAX_LINE_BYTES, SPANS, LoadReport, Progress, load
@@ -95,6 +98,25 @@ class Forensics:
         return Report(sections=sections, load=self.load_report, paths=self.paths, evidence=self.evidence)
 
 
+def _open(loader: Callable[[duckdb.DuckDBPyConnection], LoadReport], given: list[str],
+          threads: Optional[int]) -> Forensics:
+    """A DuckDB database in a private temporary folder, under a fixed memory limit, with ``spans``
+    made by ``loader``; removed again if loading fails (else on :meth:`Forensics.close`)."""
+    workdir = Path(tempfile.mkdtemp(prefix="outcome-telemetry-forensics-db-"))
+    con = duckdb.connect(str(workdir / "spans.duckdb"))
+    try:
+        con.execute(f"SET memory_limit = '{MEMORY_LIMIT}'").fetchall()  # a constant
+        con.execute("SET temp_directory = ?", [str(workdir / "spill")]).fetchall()
+        if threads:
+            con.execute(f"SET threads = {int(threads)}").fetchall()  # an int, validated by int()
+        report = loader(con)
+        return Forensics(con, report, given, workdir)
+    except BaseException:
+        con.close()
+        shutil.rmtree(workdir, ignore_errors=True)
+        raise
+
+
 def open_traces(
     paths: Iterable[PathLike],
     *,
@@ -117,16 +139,47 @@ def open_traces(
     inputs = resolve_inputs(given)
     if not isinstance(max_line_bytes, int) or isinstance(max_line_bytes, bool) or max_line_bytes < 1:
         raise ForensicsInputError(f"max_line_bytes must be a positive number of bytes, not {max_line_bytes!r}")
-    workdir = Path(tempfile.mkdtemp(prefix="outcome-telemetry-forensics-db-"))
-    con = duckdb.connect(str(workdir / "spans.duckdb"))
+    return _open(lambda con: load(con, inputs, skip_bad_lines=skip_bad_lines, progress=progress,
+                                  max_line_bytes=max_line_bytes), given, threads)
+
+
+def open_clickhouse(
+    url: str,
+    *,
+    table: Optional[str] = None,
+    since: Optional[str] = None,
+    until: Optional[str] = None,
+    last: Optional[str] = None,
+    service: Optional[str] = None,
+    max_spans: Optional[int] = None,
+    password_env: Optional[str] = None,
+    progress: Optional[Progress] = None,
+    threads: Optional[int] = None,
+) -> Forensics:
+    """Read the runs with tool spans in a time window from a ClickHouse ``otel_traces`` table.
+
+    ``url`` is ``http(s)://USER@HOST:PORT/DATABASE`` (or ``chdb:///PATH``); the password comes
+    from the environment variable ``password_env`` (``CLICKHOUSE_PASSWORD``). ``table`` is
+    ``otel_traces`` or ``DATABASE.TABLE``. The window is ``since``/``until`` (ISO 8601, UTC unless
+    an offset is given) or ``last`` (``6h``, the default); every run (conversation id, else trace
+    id) with a tool span in it is read whole. Raises a
+    :class:`~telemetry.exceptions.ClickHouseInputError` subclass for every failure, and
+    :class:`~telemetry.exceptions.TooManySpans` past ``max_spans``.
+    """
+    chosen = window(since, until, last, service)
+    limit = ch_source.DEFAULT_MAX_SPANS if max_spans is None else max_spans
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+        raise ClickHouseInputError(f"--max-spans must be a positive number of spans, not {limit!r}")
+    connection = ch_client.connect(url, password_env=password_env or ch_client.PASSWORD_ENV)
+    database, _, name = (table or ch_source.DEFAULT_TABLE).rpartition(".")
+    read = ch_source.ClickHouseRead(database or connection.target.database, name, chosen, limit)
+    given = ["--clickhouse", connection.label, "--table", f"{read.database}.{read.table}",
+             "--since", iso(chosen.since_ns), "--until", iso(chosen.until_ns)]
+    if service is not None:
+        given += ["--service", service]
     try:
-        con.execute(f"SET memory_limit = '{MEMORY_LIMIT}'").fetchall()  # a constant
-        con.execute("SET temp_directory = ?", [str(workdir / "spill")]).fetchall()
-        if threads:
-            con.execute(f"SET threads = {int(threads)}").fetchall()  # an int, validated by int()
-        report = load(con, inputs, skip_bad_lines=skip_bad_lines, progress=progress, max_line_bytes=max_line_bytes)
-        return Forensics(con, report, given, workdir)
-    except BaseException:
-        con.close()
-        shutil.rmtree(workdir, ignore_errors=True)
-        raise
+        return _open(lambda con: ch_source.load_clickhouse(con, connection, read, progress),
+                     given, threads)
+    finally:
+        connection.close()
+

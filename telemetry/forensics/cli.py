@@ -4,6 +4,7 @@
     outcome-telemetry forensics divergent_reads traces/   # one question's rows
     outcome-telemetry forensics ingest traces/ --to pq/   # Parquet once, for scale
     outcome-telemetry forensics --list                    # the questions
+    outcome-telemetry forensics report --clickhouse https://reader@ch:8443/otel --last 6h
 
 Exit status: 0 done, 1 findings with ``--fail-on-findings``, 2 bad input or usage.
 """
@@ -16,7 +17,8 @@ import sys
 from typing import Optional, Sequence
 
 from ..exceptions import ForensicsInputError
-from .api import open_traces
+from .api import Forensics, open_clickhouse, open_traces
+from .clickhouse import DEFAULT_LAST, DEFAULT_MAX_SPANS, DEFAULT_TABLE, PASSWORD_ENV
 from .html import validate_trace_url, write_html
 from .ingest import ingest
 from .loading import MAX_LINE_BYTES, Progress, stderr_progress
@@ -36,6 +38,8 @@ _EPILOG = """\
 PATHS are OTLP JSON-lines files (.jsonl/.json/.ndjson, optionally .gz/.zst), directories
 (searched recursively), globs, or a directory written by `ingest` (Parquet).
 Run `outcome-telemetry forensics --list` for the questions; docs/forensics.md explains each.
+Instead of PATHS, --clickhouse URL reads a Collector's otel_traces table (the password from
+$CLICKHOUSE_PASSWORD, never the command line); see `outcome-telemetry forensics report --help`.
 
 exit status: 0 done; 1 findings (with --fail-on-findings); 2 bad input or usage;
 3 an unexpected failure (traceback on stderr). A closed stdout (`... | head`) ends quietly with 0.
@@ -52,8 +56,31 @@ def byte_count(text: str) -> int:
     return int(digits) * scale
 
 
+def _clickhouse(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group(
+        "ClickHouse (instead of PATHS)",
+        "Read the runs (conversation ids, else trace ids) with tool spans in a time window from the "
+        "table the OpenTelemetry Collector's clickhouseexporter writes; each run is read whole.")
+    group.add_argument("--clickhouse", metavar="URL",
+                       help="http(s)://USER@HOST:PORT/DATABASE (https for TLS; ?verify=0, ?ca_cert=PATH, "
+                            "?connect_timeout=S, ?query_timeout=S and ClickHouse settings in the query "
+                            "string), or chdb:///PATH for chDB in process")
+    group.add_argument("--table", default=DEFAULT_TABLE, metavar="[DB.]TABLE",
+                       help=f"the spans table (default {DEFAULT_TABLE}, in the URL's database)")
+    group.add_argument("--since", metavar="TIME", help="window start, ISO 8601 (UTC unless an offset is given)")
+    group.add_argument("--until", metavar="TIME", help="window end (default now)")
+    group.add_argument("--last", metavar="DURATION", help=f"window of the last DURATION, e.g. 30m, 6h, 2d "
+                                                            f"(default {DEFAULT_LAST})")
+    group.add_argument("--service", metavar="NAME", help="only runs in which service NAME has a tool span")
+    group.add_argument("--max-spans", type=int, default=DEFAULT_MAX_SPANS, metavar="N",
+                       help=f"refuse to read more than N spans (default {DEFAULT_MAX_SPANS:,})")
+    group.add_argument("--password-env", default=PASSWORD_ENV, metavar="VAR",
+                       help=f"environment variable holding the password (default {PASSWORD_ENV})")
+
+
 def _common(parser: argparse.ArgumentParser, *, findings: bool = True) -> None:
-    parser.add_argument("paths", nargs="+", metavar="PATHS", help="trace files, directories or globs")
+    parser.add_argument("paths", nargs="+" if not findings else "*", metavar="PATHS",
+                        help="trace files, directories or globs")
     parser.add_argument("--skip-bad-lines", action="store_true",
                         help="skip malformed lines (reported with file and line) instead of failing")
     parser.add_argument("--max-line-bytes", type=byte_count, default=MAX_LINE_BYTES, metavar="N",
@@ -64,6 +91,7 @@ def _common(parser: argparse.ArgumentParser, *, findings: bool = True) -> None:
         parser.add_argument("--format", choices=FORMATS, default="table", help="output format (default table)")
         parser.add_argument("--fail-on-findings", action="store_true",
                             help="exit 1 when any question reports a problem (for CI)")
+        _clickhouse(parser)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -116,8 +144,7 @@ def _run(args: argparse.Namespace) -> int:
         print(f"ingested {len(result.ingested)} file(s), {result.spans:,} spans, into {result.directory}; "
               f"{len(result.unchanged)} unchanged file(s) skipped")
         return EXIT_OK
-    with open_traces(args.paths, skip_bad_lines=args.skip_bad_lines, progress=progress,
-                     max_line_bytes=args.max_line_bytes) as traces:
+    with _open(args, progress) as traces:
         for warning in traces.evidence.warnings():
             print(f"warning: {warning}", file=sys.stderr)
         if args.command == "report":
@@ -137,6 +164,20 @@ def _run(args: argparse.Namespace) -> int:
             print(format_answer(rows, traces.columns(q.name), args.format, q, traces.evidence))
             findings = len(rows) if q.is_finding else 0
     return EXIT_FINDINGS if args.fail_on_findings and findings else EXIT_OK
+
+
+def _open(args: argparse.Namespace, progress: Optional[Progress]) -> Forensics:
+    """The traces the arguments name: files, or a ClickHouse table (exactly one of them)."""
+    if args.clickhouse is None:
+        if not args.paths:
+            raise ForensicsInputError("no traces named; pass trace files or directories, or --clickhouse URL")
+        return open_traces(args.paths, skip_bad_lines=args.skip_bad_lines, progress=progress,
+                           max_line_bytes=args.max_line_bytes)
+    if args.paths:
+        raise ForensicsInputError("give trace PATHS or --clickhouse, not both")
+    return open_clickhouse(args.clickhouse, table=args.table, since=args.since, until=args.until, last=args.last,
+                           service=args.service, max_spans=args.max_spans, password_env=args.password_env,
+                           progress=progress)
 
 
 def main(argv: Sequence[str]) -> int:

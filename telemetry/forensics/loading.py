@@ -39,6 +39,9 @@ SPANS_BASE = "spans_base"
 """One row per (trace id, span id) (see :mod:`.dedup`); ``spans`` is a view over it."""
 MAX_LINE_BYTES = 16 * 1024 * 1024
 """The default longest line read (``--max-line-bytes``); DuckDB refuses longer ones."""
+LOADED = SPANS_LOADED
+"""The table a source other than files (ClickHouse) writes its rows into before it calls
+:func:`finish_load`; the JSON-lines loader writes the same table."""
 _FILE_IN_ERROR = re.compile(r'in file "([^"]+)"')
 
 
@@ -55,6 +58,8 @@ class LoadReport:
     """Files with bad lines skipped under ``skip_bad_lines``."""
     duplicates: Duplicates = field(default_factory=lambda: Duplicates())
     """Copies of one span (the same trace id and span id) found and dropped."""
+    source: Optional[str] = None
+    """Where the spans came from when they are not files (e.g. a ClickHouse table and window)."""
 
     @property
     def skipped_lines(self) -> int:
@@ -73,6 +78,9 @@ class LoadReport:
             where = ", ".join(str(b.number) for b in diagnosis.bad[:10])
             more = " ..." if len(diagnosis.bad) > 10 else ""
             out.append(f"skipped {len(diagnosis.bad)} bad line(s) in {diagnosis.path}: lines {where}{more}")
+        if self.source and not self.spans:
+            out.append(f"no tool spans in {self.source}, so every question finds nothing; check the window, "
+                       "the service name and that the Collector writes this table")
         if self.files and not self.spans:
             out.append(f"no spans in {self.files} file(s), so every question finds nothing; check that "
                        "these are the exporter's trace files and that it has flushed them")

@@ -164,6 +164,7 @@ class Report:
         return {
             "spans": self.load.spans,
             "files": self.load.files,
+            "source": self.load.source,
             "warnings": evidence.warnings() if evidence else self.load.warnings(),
             "evidence": _plain(evidence.as_dict()) if evidence else None,
             "findings": self.findings,
@@ -200,7 +201,8 @@ class Report:
             return textwrap.wrap(text, WIDTH, initial_indent=indent, subsequent_indent=indent + "  ",
                                  break_on_hyphens=False, break_long_words=True) or [indent]
 
-        out = wrap(f"Forensics report: {self.load.spans:,} spans from {self.load.files} file(s)")
+        origin = self.load.source or f"{self.load.files} file(s)"
+        out = wrap(f"Forensics report: {self.load.spans:,} spans from {origin}")
         for warning in (self.evidence.warnings() if self.evidence else self.load.warnings()):
             out += wrap(f"warning: {warning}")
         if self.evidence:

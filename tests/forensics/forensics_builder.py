@@ -142,3 +142,16 @@ class TraceBuilder:
 def attrs(**named: Any) -> dict[str, Any]:
     """Map conventions constant names (e.g. STATE_KEY) to values: attrs(STATE_KEY="k")."""
     return {getattr(c, name): value for name, value in named.items()}
+
+
+def otlp_span_json(trace: str, span: str, parent: str, start: int, end: int, attributes: dict[str, Any]) -> dict[str, Any]:
+    """One OTLP span with string attributes, as JSON-ready data."""
+    return {"traceId": trace, "spanId": span, "parentSpanId": parent, "name": "x", "kind": 1,
+            "startTimeUnixNano": str(start), "endTimeUnixNano": str(end),
+            "attributes": [{"key": k, "value": {"stringValue": str(v)}} for k, v in attributes.items()]}
+
+
+def service_line(service: str, spans: list[dict[str, Any]]) -> str:
+    """One TracesData line holding ``spans`` of ``service``."""
+    return json.dumps({"resourceSpans": [{"resource": {"attributes": [
+        {"key": c.SERVICE_NAME, "value": {"stringValue": service}}]}, "scopeSpans": [{"spans": spans}]}]})

@@ -14,7 +14,7 @@ from telemetry import conventions as c
 from telemetry.forensics import open_traces
 from telemetry.forensics.cli import main
 
-from forensics_builder import TraceBuilder, attrs, hex_id, ns
+from forensics_builder import TraceBuilder, attrs, hex_id, ns, otlp_span_json, service_line
 from forensics_incidents import planted
 
 
@@ -108,17 +108,6 @@ def test_spans_without_tool_kind_are_inferred_where_attributes_decide_and_counte
         assert any("tool.kind" in caveat for caveat in traces.evidence.caveats("lost_updates"))
 
 
-def _otlp_span(trace: str, span: str, parent: str, start: int, end: int, attributes: dict[str, Any]) -> dict[str, Any]:
-    return {"traceId": trace, "spanId": span, "parentSpanId": parent, "name": "x", "kind": 1,
-            "startTimeUnixNano": str(start), "endTimeUnixNano": str(end),
-            "attributes": [{"key": k, "value": {"stringValue": str(v)}} for k, v in attributes.items()]}
-
-
-def _service_line(service: str, spans: list[dict[str, Any]]) -> str:
-    return json.dumps({"resourceSpans": [{"resource": {"attributes": [
-        {"key": c.SERVICE_NAME, "value": {"stringValue": service}}]}, "scopeSpans": [{"spans": spans}]}]})
-
-
 def test_clock_skew_is_detected_per_service_and_marks_close_orders_uncertain(tmp_path: Path) -> None:
     """billing's clock runs 1 s behind: its child spans start before their parents; rows decided within that are order_uncertain."""
     skew = 1_000_000_000
@@ -126,19 +115,19 @@ def test_clock_skew_is_detected_per_service_and_marks_close_orders_uncertain(tmp
     planner, billing = [], []
     for i in range(5):  # five planner spans, each calling billing, whose clock is 1 s behind
         trace, parent = hex_id(f"t{i}", 32), hex_id(f"p{i}", 16)
-        planner.append(_otlp_span(trace, parent, "", ns(10 * i), ns(10 * i + 1), run))
-        billing.append(_otlp_span(trace, hex_id(f"c{i}", 16), parent, ns(10 * i + 0.2) - skew, ns(10 * i + 0.5) - skew, run))
+        planner.append(otlp_span_json(trace, parent, "", ns(10 * i), ns(10 * i + 1), run))
+        billing.append(otlp_span_json(trace, hex_id(f"c{i}", 16), parent, ns(10 * i + 0.2) - skew, ns(10 * i + 0.5) - skew, run))
     trace = hex_id("story", 32)
     # planner reads k at v1 at t=100; billing reads v2 at t=100.3 (its clock); planner writes expecting v1 at t=100.5
-    planner.append(_otlp_span(trace, hex_id("r1", 16), "", ns(100), ns(100.01), {**run, c.GEN_AI_AGENT_ID: "planner",
+    planner.append(otlp_span_json(trace, hex_id("r1", 16), "", ns(100), ns(100.01), {**run, c.GEN_AI_AGENT_ID: "planner",
                    c.TOOL_KIND: c.KIND_READ, c.STATE_KEY: "k", c.STATE_VERSION_READ: "v1"}))
-    billing.append(_otlp_span(trace, hex_id("r2", 16), "", ns(100.3), ns(100.31), {**run, c.GEN_AI_AGENT_ID: "billing",
+    billing.append(otlp_span_json(trace, hex_id("r2", 16), "", ns(100.3), ns(100.31), {**run, c.GEN_AI_AGENT_ID: "billing",
                    c.TOOL_KIND: c.KIND_READ, c.STATE_KEY: "k", c.STATE_VERSION_READ: "v2"}))
-    planner.append(_otlp_span(trace, hex_id("w1", 16), "", ns(100.5), ns(100.51), {**run, c.GEN_AI_AGENT_ID: "planner",
+    planner.append(otlp_span_json(trace, hex_id("w1", 16), "", ns(100.5), ns(100.51), {**run, c.GEN_AI_AGENT_ID: "planner",
                    c.TOOL_KIND: c.KIND_WRITE, c.STATE_KEY: "k", c.STATE_VERSION_EXPECTED: "v1",
                    c.TOOL_OUTCOME: c.OUTCOME_OK, c.STATE_VERSION_WRITTEN: "v3"}))
     path = tmp_path / "t.jsonl"
-    path.write_text(_service_line("planner", planner) + "\n" + _service_line("billing", billing) + "\n")
+    path.write_text(service_line("planner", planner) + "\n" + service_line("billing", billing) + "\n")
     with open_traces([path]) as traces:
         skews = traces.evidence.clock_skew
         assert [(s["service_name"], s["relative_to"], s["violations"]) for s in skews] == [("billing", "planner", 5)]

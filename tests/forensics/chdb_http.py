@@ -1,0 +1,129 @@
+"""A loopback ClickHouse HTTP interface answered by chDB, for the real clickhouse-connect client.
+
+It stands in for a ClickHouse server, which cannot run here (Debian's clickhouse-server predates
+Map columns; no other build can be installed). It speaks the part of the HTTP interface the
+client uses: the query in the body (or ``query=``), ``param_NAME`` values bound server-side by
+the engine (never substituted here), ``default_format``, user and password (basic auth or
+``X-ClickHouse-User``/``-Key``), errors as ``Code: N. DB::Exception`` bodies with the
+``X-ClickHouse-Exception-Code`` header, and results streamed in chunks. Set ``CLICKHOUSE_URL`` to
+run the same tests against a real server instead.
+"""
+
+from __future__ import annotations
+
+import base64
+import re
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Optional
+from urllib.parse import parse_qsl, urlsplit
+
+CHUNK = 64 * 1024
+_CODE = re.compile(r"Code: (\d+)")
+
+
+class ChdbHttpServer:
+    """Serve ``session`` (a chdb Session) on 127.0.0.1 with one user and password."""
+
+    def __init__(self, session: Any, user: str, password: str):
+        self.session, self.user, self.password = session, user, password
+        self.lock = threading.Lock()  # one query at a time on the session
+        self.requests: list[dict[str, Any]] = []
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args: Any) -> None:  # quiet
+                pass
+
+            def do_GET(self) -> None:
+                outer.handle(self, b"")
+
+            def do_POST(self) -> None:
+                length = int(self.headers.get("Content-Length") or 0)
+                outer.handle(self, self.rfile.read(length) if length else b"")
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.1},
+                                       daemon=True)
+
+    @property
+    def port(self) -> int:
+        return int(self.server.server_address[1])
+
+    def __enter__(self) -> "ChdbHttpServer":
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+        self.thread.join(timeout=5)
+
+    def _authorized(self, handler: BaseHTTPRequestHandler, query: dict[str, str]) -> bool:
+        user = handler.headers.get("X-ClickHouse-User") or query.get("user")
+        password = handler.headers.get("X-ClickHouse-Key") or query.get("password")
+        auth = handler.headers.get("Authorization") or ""
+        if auth.startswith("Basic "):
+            user, _, password = base64.b64decode(auth[6:]).decode().partition(":")
+        return user == self.user and (password or "") == self.password
+
+    def handle(self, handler: BaseHTTPRequestHandler, body: bytes) -> None:
+        url = urlsplit(handler.path)
+        query = dict(parse_qsl(url.query, keep_blank_values=True))
+        sql = (query.get("query", "") + "\n" + body.decode()).strip()
+        params = {k[len("param_"):]: v for k, v in query.items() if k.startswith("param_")}
+        self.requests.append({"sql": sql, "params": params, "query": query})
+        if not self._authorized(handler, query):
+            name = handler.headers.get("X-ClickHouse-User") or "default"
+            self._error(handler, 403, 516, f"Code: 516. DB::Exception: {name}: Authentication failed: password "
+                                           "is incorrect, or there is no user with such name. (AUTHENTICATION_FAILED)")
+            return
+        fmt = query.get("default_format", "TabSeparated")
+        try:
+            with self.lock:
+                result = self.session.query(sql, fmt, params=params or None)
+            data = result.bytes() if hasattr(result, "bytes") else bytes(result)
+        except Exception as exc:  # the engine's own error text, as the server would send it
+            text = str(exc)
+            match = _CODE.search(text)
+            code = int(match.group(1)) if match else 1001
+            self._error(handler, 404 if code in (60, 81) else 500, code, text)
+            return
+        handler.send_response(200)
+        handler.send_header("Content-Type", "application/octet-stream")
+        handler.send_header("Transfer-Encoding", "chunked")
+        handler.send_header("X-ClickHouse-Format", fmt)
+        handler.send_header("X-ClickHouse-Summary", '{"read_rows":"0"}')
+        handler.end_headers()
+        for start in range(0, len(data), CHUNK):
+            piece = data[start:start + CHUNK]
+            handler.wfile.write(f"{len(piece):x}\r\n".encode() + piece + b"\r\n")
+        handler.wfile.write(b"0\r\n\r\n")
+
+    @staticmethod
+    def _error(handler: BaseHTTPRequestHandler, status: int, code: int, text: str) -> None:
+        data = text.encode()
+        handler.send_response(status)
+        handler.send_header("Content-Type", "text/plain; charset=UTF-8")
+        handler.send_header("X-ClickHouse-Exception-Code", str(code))
+        handler.send_header("Content-Length", str(len(data)))
+        handler.end_headers()
+        handler.wfile.write(data)
+
+
+def closed_port() -> int:
+    """A loopback port nothing listens on (bound, then closed)."""
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def session_for(path: Optional[str]) -> Any:
+    import chdb.session
+
+    return chdb.session.Session(path) if path else chdb.session.Session()
