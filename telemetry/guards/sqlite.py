@@ -18,7 +18,7 @@ import os
 import sqlite3
 import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 
 from ..exceptions import ConfigurationError
@@ -135,8 +135,7 @@ class SQLiteStore:
             if self._shared is conn:
                 self._shared = None
 
-    @contextmanager
-    def transaction(self, *, exclusive: bool = True) -> Iterator[sqlite3.Connection]:
+    def transaction(self, *, exclusive: bool = True) -> AbstractContextManager[sqlite3.Connection]:
         """A write transaction (``BEGIN IMMEDIATE``): commits on success, rolls back on error.
 
         SQLite has one writer at a time, so ``exclusive`` changes nothing here (see
@@ -146,9 +145,20 @@ class SQLiteStore:
         A failed ``COMMIT`` or ``ROLLBACK`` never leaves this thread's connection inside an open
         transaction: it is rolled back, or closed and replaced.
         """
+        return self._transaction("BEGIN IMMEDIATE")
+
+    def read(self) -> AbstractContextManager[sqlite3.Connection]:
+        """A read transaction: every query inside sees one consistent snapshot."""
+        return self._transaction("BEGIN")
+
+    @contextmanager
+    def _transaction(self, begin: str) -> Iterator[sqlite3.Connection]:
+        """Run the body between ``begin`` and ``COMMIT``: a write and a read differ only in how
+        they begin. Whatever the body raises rolls back; a SQLite failure leaves as the guards'
+        exception for it (:func:`map_error`), anything else as it was raised."""
         with self._connection() as conn:
             try:
-                conn.execute("BEGIN IMMEDIATE")
+                conn.execute(begin)
             except sqlite3.Error as exc:
                 raise map_error(self.path, exc) from exc
             try:
@@ -174,31 +184,6 @@ class SQLiteStore:
             conn.execute("ROLLBACK")
         except sqlite3.Error:
             self._discard(conn)
-
-    @contextmanager
-    def read(self) -> Iterator[sqlite3.Connection]:
-        """A read transaction: every query inside sees one consistent snapshot."""
-        with self._connection() as conn:
-            try:
-                conn.execute("BEGIN")
-            except sqlite3.Error as exc:
-                raise map_error(self.path, exc) from exc
-            try:
-                yield conn
-            except sqlite3.Error as exc:
-                self._rollback(conn)
-                mapped = map_error(self.path, exc)
-                if mapped is exc:
-                    raise
-                raise mapped from exc
-            except BaseException:
-                self._rollback(conn)
-                raise
-            try:
-                conn.execute("COMMIT")
-            except sqlite3.Error as exc:
-                self._rollback(conn)
-                raise map_error(self.path, exc) from exc
 
     def query_one(self, sql: str, params: tuple[object, ...] = ()) -> sqlite3.Row | None:
         """One read statement outside any explicit transaction (SQLite runs it atomically).
