@@ -17,19 +17,16 @@ from .model import (
     FROM_DECLARATION,
     FROM_INFERENCE,
     IDEMPOTENT,
-    NO,
-    NOT_APPLICABLE,
     PREVIEWABLE,
     READBACK_VERIFIED,
     SCOPED,
     SEMANTICALLY_OBSERVABLE,
     VERSION_BOUND,
-    YES,
     Answer,
     Finding,
     ToolModel,
 )
-from .rules import finding
+from .rules import no, not_applicable, yes
 
 Check = Callable[[ToolModel, str, list[Param], Collection[str]], tuple[Answer, list[Finding]]]
 
@@ -42,30 +39,17 @@ def decide_kind(model: ToolModel) -> tuple[str, str, str]:
     return kind, why, FROM_INFERENCE
 
 
-def _na(check: str, why: str, basis: str = FROM_DECLARATION) -> tuple[Answer, list[Finding]]:
-    return Answer(check, NOT_APPLICABLE, why, None, (basis,)), []
-
-
-def _yes(check: str, why: str, basis: str = FROM_DECLARATION) -> tuple[Answer, list[Finding]]:
-    return Answer(check, YES, why, None, (basis,)), []
-
-
-def _no(check: str, code: str, model: ToolModel, why: str, fix: str, *, parameter: str | None = None,
-        basis: str = FROM_DECLARATION) -> tuple[Answer, list[Finding]]:
-    return Answer(check, NO, why, fix, (basis,)), [finding(code, model.name, why, fix, parameter)]
-
-
 def scoped(model: ToolModel, kind: str, params: list[Param], surface: Collection[str]) -> tuple[Answer, list[Finding]]:
     if model.scopes:
-        return _yes(SCOPED, f"served through a scoped inventory: only credentials holding {', '.join(model.scopes)} see it")
+        return yes(SCOPED, f"served through a scoped inventory: only credentials holding {', '.join(model.scopes)} see it")
     if model.scopes is not None and kind == c.KIND_READ:
-        return _yes(SCOPED, "in a scoped inventory with no scope required: a read every credential may use")
+        return yes(SCOPED, "in a scoped inventory with no scope required: a read every credential may use")
     fix = ("register it in a telemetry.guards.ToolRegistry with scopes=[...] and give each agent "
            "registry.scoped(credential_scopes), so tools outside its scopes are absent, not denied")
     if model.scopes is not None:
-        return _no(SCOPED, "AUD101", model, "registered with no scopes: every credential sees this write", fix)
-    return _no(SCOPED, "AUD101", model, "nothing declares which credentials may see it (no scoped inventory, no "
-               "_meta outcome-telemetry/scopes)", fix)
+        return no(SCOPED, "AUD101", model.name, "registered with no scopes: every credential sees this write", fix)
+    return no(SCOPED, "AUD101", model.name, "nothing declares which credentials may see it (no scoped inventory, no "
+              "_meta outcome-telemetry/scopes)", fix)
 
 
 def _required_string(p: Param) -> bool:
@@ -74,128 +58,128 @@ def _required_string(p: Param) -> bool:
 
 def idempotent(model: ToolModel, kind: str, params: list[Param], surface: Collection[str]) -> tuple[Answer, list[Finding]]:
     if kind == c.KIND_READ:
-        return _na(IDEMPOTENT, "a read changes nothing, so a retry is safe")
+        return not_applicable(IDEMPOTENT, "a read changes nothing, so a retry is safe")
     by_name = {p.name: p for p in params}
     fix = ("take a required idempotency_key and guard the tool with telemetry.guards.IdempotencyKeys(store)."
            "idempotent() below @instrument_tool; or declare idempotent=True if a repeat has no further effect")
     if model.idempotency_key is not None:
         key = by_name.get(model.idempotency_key)
         if key is not None and not key.required:
-            return _no(IDEMPOTENT, "AUD102", model, f"the idempotency key {key.name!r} is optional: a retry without "
-                       f"it writes again", f"make {key.name!r} required (no default)", parameter=key.name)
-        return _yes(IDEMPOTENT, f"IdempotencyKeys deduplicates on {model.idempotency_key!r}: a retry returns the first outcome")
+            return no(IDEMPOTENT, "AUD102", model.name, f"the idempotency key {key.name!r} is optional: a retry without "
+                      f"it writes again", f"make {key.name!r} required (no default)", parameter=key.name)
+        return yes(IDEMPOTENT, f"IdempotencyKeys deduplicates on {model.idempotency_key!r}: a retry returns the first outcome")
     if model.idempotent is True:
-        return _yes(IDEMPOTENT, "declared idempotent (idempotent=True / idempotentHint): a repeat has no further effect")
+        return yes(IDEMPOTENT, "declared idempotent (idempotent=True / idempotentHint): a repeat has no further effect")
     versions = [p for p in infer.version_params(params) if _required_string(p)]
     if versions and kind == c.KIND_WRITE:
-        return _yes(IDEMPOTENT, f"compare-and-set on {versions[0].name!r}: a retry with the same version is refused "
-                    f"as stale, so it cannot apply twice")
+        return yes(IDEMPOTENT, f"compare-and-set on {versions[0].name!r}: a retry with the same version is refused "
+                   f"as stale, so it cannot apply twice")
     keys = infer.key_params(params)
     if keys:
         key = keys[0]
         if not key.required:
-            return _no(IDEMPOTENT, "AUD102", model, f"{key.name!r} is optional: a retry without it writes again",
-                       f"make {key.name!r} required and deduplicate on it (IdempotencyKeys.idempotent)",
-                       parameter=key.name, basis=FROM_INFERENCE)
+            return no(IDEMPOTENT, "AUD102", model.name, f"{key.name!r} is optional: a retry without it writes again",
+                      f"make {key.name!r} required and deduplicate on it (IdempotencyKeys.idempotent)",
+                      parameter=key.name, basis=FROM_INFERENCE)
         if model.source is not None:
-            return _no(IDEMPOTENT, "AUD102", model, f"takes {key.name!r}, but no idempotency guard deduplicates on it",
-                       f"decorate it with IdempotencyKeys(store).idempotent(key_param={key.name!r}) below "
-                       f"@instrument_tool", parameter=key.name)
-        return _yes(IDEMPOTENT, f"takes a required {key.name!r} (inferred from its name: a listing cannot show that the "
-                    f"server deduplicates on it; --traces can)", FROM_INFERENCE)
+            return no(IDEMPOTENT, "AUD102", model.name, f"takes {key.name!r}, but no idempotency guard deduplicates on it",
+                      f"decorate it with IdempotencyKeys(store).idempotent(key_param={key.name!r}) below "
+                      f"@instrument_tool", parameter=key.name)
+        return yes(IDEMPOTENT, f"takes a required {key.name!r} (inferred from its name: a listing cannot show that the "
+                   f"server deduplicates on it; --traces can)", FROM_INFERENCE)
     optional = [p.name for p in params if p.name in ("task_id", "id") and not p.required]
     why = "nothing makes a retry safe: no idempotency key, no version to compare, not declared idempotent"
     if optional:
         why = f"{optional[0]!r} is optional: a retry without it creates a second object"
-    return _no(IDEMPOTENT, "AUD102", model, why, fix, basis=FROM_DECLARATION if model.source else FROM_INFERENCE)
+    return no(IDEMPOTENT, "AUD102", model.name, why, fix, basis=FROM_DECLARATION if model.source else FROM_INFERENCE)
 
 
 def version_bound(model: ToolModel, kind: str, params: list[Param], surface: Collection[str]) -> tuple[Answer, list[Finding]]:
     if kind == c.KIND_READ:
-        return _na(VERSION_BOUND, "a read writes nothing")
+        return not_applicable(VERSION_BOUND, "a read writes nothing")
     if kind == c.KIND_DELEGATE:
-        return _na(VERSION_BOUND, "a hand-off creates a new task: what it must carry is the constraint list (see the lint)")
+        return not_applicable(VERSION_BOUND, "a hand-off creates a new task: what it must carry is the constraint list (see the lint)")
     bypass = [p.name for p in params if infer.is_bypass(p)]
     if bypass:
-        return _no(VERSION_BOUND, "AUD103", model, f"boolean {bypass[0]!r} switches the guard off: a model that was "
-                   f"refused will find it", "remove it; make forcing a separate operator-only tool, like "
-                   "StateStore.force_write_state", parameter=bypass[0])
+        return no(VERSION_BOUND, "AUD103", model.name, f"boolean {bypass[0]!r} switches the guard off: a model that was "
+                  f"refused will find it", "remove it; make forcing a separate operator-only tool, like "
+                  "StateStore.force_write_state", parameter=bypass[0])
     if kind == c.KIND_SEND:
         policy = next((p for p in params if p.name.lower() == infer.POLICY_VERSION), None)
         if policy is None:
             why = "no policy_version: a send drafted against a superseded policy cannot be refused"
             fix = ("take a required policy_version: str and wrap the tool with telemetry.guards.guarded_send("
                    "objectives, policy_task_id=...)")
-            return Answer(VERSION_BOUND, NO, why, fix, (FROM_DECLARATION,)), [finding("SCH207", model.name, why, fix)]
+            return no(VERSION_BOUND, "SCH207", model.name, why, fix)
         return _version_param(model, policy, "policy version")
     if "plan_id" in {p.name for p in params if p.required}:
-        return _yes(VERSION_BOUND, "commits a plan, and the plan is bound to the versions of what it matched "
-                    "(a moved binding is refused)")
+        return yes(VERSION_BOUND, "commits a plan, and the plan is bound to the versions of what it matched "
+                   "(a moved binding is refused)")
     versions = infer.version_params(params)
     if versions:
         return _version_param(model, versions[0], "version")
     if infer.is_create_only(model.name):
-        return _na(VERSION_BOUND, f"creates only (inferred from the name {model.name!r}): there is no earlier read to "
-                   f"be stale against; if it can overwrite, it needs a required expected_version", FROM_INFERENCE)
-    return _no(VERSION_BOUND, "AUD103", model, "no version parameter: a write built on a stale read is applied",
-               "take a required expected_version: str (the opaque token the read returned) and refuse a mismatch, "
-               "as telemetry.guards.StateStore.write_state does")
+        return not_applicable(VERSION_BOUND, f"creates only (inferred from the name {model.name!r}): there is no earlier read to "
+                              f"be stale against; if it can overwrite, it needs a required expected_version", FROM_INFERENCE)
+    return no(VERSION_BOUND, "AUD103", model.name, "no version parameter: a write built on a stale read is applied",
+              "take a required expected_version: str (the opaque token the read returned) and refuse a mismatch, "
+              "as telemetry.guards.StateStore.write_state does")
 
 
 def _version_param(model: ToolModel, p: Param, what: str) -> tuple[Answer, list[Finding]]:
     if not p.required:
-        return _no(VERSION_BOUND, "AUD103", model, f"{p.name!r} has a default, so a caller without a {what} gets through",
-                   f"make {p.name!r} required (no default, no None, no 'latest')", parameter=p.name)
+        return no(VERSION_BOUND, "AUD103", model.name, f"{p.name!r} has a default, so a caller without a {what} gets through",
+                  f"make {p.name!r} required (no default, no None, no 'latest')", parameter=p.name)
     if not p.is_string or p.is_number:
-        return _no(VERSION_BOUND, "AUD103", model, f"{p.name!r} is not a string: a number invites arithmetic on the "
-                   f"{what}", f"make {p.name!r} an opaque string token", parameter=p.name)
-    return _yes(VERSION_BOUND, f"{p.name!r} is required and an opaque string: a stale {what} is refused")
+        return no(VERSION_BOUND, "AUD103", model.name, f"{p.name!r} is not a string: a number invites arithmetic on the "
+                  f"{what}", f"make {p.name!r} an opaque string token", parameter=p.name)
+    return yes(VERSION_BOUND, f"{p.name!r} is required and an opaque string: a stale {what} is refused")
 
 
 def previewable(model: ToolModel, kind: str, params: list[Param], surface: Collection[str]) -> tuple[Answer, list[Finding]]:
     if kind == c.KIND_READ:
-        return _na(PREVIEWABLE, "a read has nothing to preview")
+        return not_applicable(PREVIEWABLE, "a read has nothing to preview")
     names = {p.name for p in params}
     if "plan_id" in names and infer.words(model.name)[:1] == ["commit"]:
         planners = sorted(s for s in surface if infer.words(s)[:1] in (["plan"], ["preview"]))
         pair = f" (paired with {', '.join(planners)})" if planners else ""
-        return _yes(PREVIEWABLE, f"the commit half of a plan/commit pair{pair}: it runs only what a plan showed")
+        return yes(PREVIEWABLE, f"the commit half of a plan/commit pair{pair}: it runs only what a plan showed")
     why = infer.is_bulk(model.name, params) or infer.is_delete(model.name)
     if why is None:
-        return _na(PREVIEWABLE, "one object per call (not bulk, not a delete), so no plan is needed", FROM_INFERENCE)
+        return not_applicable(PREVIEWABLE, "one object per call (not bulk, not a delete), so no plan is needed", FROM_INFERENCE)
     fix = ("split it into a plan (a read that returns what would change: count, sample, bindings) and "
            "commit_plan(plan_id); telemetry.guards.Planner provides both")
     if names & {"dry_run", "preview", "plan_only"}:
-        return _no(PREVIEWABLE, "AUD104", model, f"{why}; a dry-run flag is optional and a model can skip it", fix,
-                   basis=FROM_INFERENCE)
-    return _no(PREVIEWABLE, "AUD104", model, f"{why}, with no plan to approve before it writes", fix, basis=FROM_INFERENCE)
+        return no(PREVIEWABLE, "AUD104", model.name, f"{why}; a dry-run flag is optional and a model can skip it", fix,
+                  basis=FROM_INFERENCE)
+    return no(PREVIEWABLE, "AUD104", model.name, f"{why}, with no plan to approve before it writes", fix, basis=FROM_INFERENCE)
 
 
 def readback_verified(model: ToolModel, kind: str, params: list[Param], surface: Collection[str]) -> tuple[Answer, list[Finding]]:
     if kind == c.KIND_READ:
-        return _na(READBACK_VERIFIED, "a read has no write to verify")
+        return not_applicable(READBACK_VERIFIED, "a read has no write to verify")
     if model.readback is True:
-        return _yes(READBACK_VERIFIED, model.readback_evidence)
+        return yes(READBACK_VERIFIED, model.readback_evidence)
     fix = ("pass readback=lambda call, result: <read the object from the source of truth and compare> to "
            "@instrument_tool, so every write's span says match or mismatch")
     if model.readback is False:
-        return _no(READBACK_VERIFIED, "AUD105", model, model.readback_evidence or "declares no read-back", fix)
-    return _no(READBACK_VERIFIED, "AUD105", model, "nothing declares a read-back (the listing shows no "
-               "_meta outcome-telemetry/readback)", "verify each write server-side and declare it; --traces shows "
-               "the read-backs its spans record")
+        return no(READBACK_VERIFIED, "AUD105", model.name, model.readback_evidence or "declares no read-back", fix)
+    return no(READBACK_VERIFIED, "AUD105", model.name, "nothing declares a read-back (the listing shows no "
+              "_meta outcome-telemetry/readback)", "verify each write server-side and declare it; --traces shows "
+              "the read-backs its spans record")
 
 
 def semantically_observable(model: ToolModel, kind: str, params: list[Param], surface: Collection[str]) -> tuple[Answer, list[Finding]]:
     if model.instrumented:
-        return _yes(SEMANTICALLY_OBSERVABLE, "instrumented: each call's span and counters carry the outcome and the "
-                    "read-back, not only the transport")
+        return yes(SEMANTICALLY_OBSERVABLE, "instrumented: each call's span and counters carry the outcome and the "
+                   "read-back, not only the transport")
     fix = ("decorate it with @telemetry.instrument_tool (telemetry.mcp.instrument_server(server) for an MCP "
            "server), then alert on transport ok with an outcome that is not ok")
     if model.instrumented is False:
-        return _no(SEMANTICALLY_OBSERVABLE, "AUD106", model, "not instrumented: a 200 that did the wrong thing looks "
-                   "like any other 200", fix)
-    return _no(SEMANTICALLY_OBSERVABLE, "AUD106", model, "nothing shows it is instrumented (the listing cannot; "
-               "--traces can)", fix)
+        return no(SEMANTICALLY_OBSERVABLE, "AUD106", model.name, "not instrumented: a 200 that did the wrong thing looks "
+                  "like any other 200", fix)
+    return no(SEMANTICALLY_OBSERVABLE, "AUD106", model.name, "nothing shows it is instrumented (the listing cannot; "
+              "--traces can)", fix)
 
 
 CHECK_FUNCTIONS: tuple[tuple[str, Check], ...] = (

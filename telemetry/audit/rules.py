@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Final
 
-from .model import CRITICAL, INFO, WARNING, Finding
+from .model import CRITICAL, FROM_DECLARATION, INFO, NO, NOT_APPLICABLE, WARNING, YES, Answer, Finding
 
 RULES: Final[dict[str, tuple[str, str, str]]] = {
     # code: (rule, default severity, what it prevents)
@@ -36,3 +36,20 @@ def finding(code: str, tool: str, message: str, fix: str, parameter: str | None 
     """A :class:`Finding` of rule ``code`` (its default severity unless ``severity`` is given)."""
     rule, default, _prevents = RULES[code]
     return Finding(code, rule, severity or default, tool, message, fix, parameter)
+
+
+def yes(check: str, why: str, basis: str = FROM_DECLARATION) -> tuple[Answer, list[Finding]]:
+    """A yes to ``check``, resting on ``basis``: nothing to find."""
+    return Answer(check, YES, why, None, (basis,)), []
+
+
+def not_applicable(check: str, why: str, basis: str = FROM_DECLARATION) -> tuple[Answer, list[Finding]]:
+    """``check`` does not apply to this tool (``why`` says so): nothing to find."""
+    return Answer(check, NOT_APPLICABLE, why, None, (basis,)), []
+
+
+def no(check: str, code: str, tool: str, why: str, fix: str, *, parameter: str | None = None,
+       severity: str | None = None, basis: str = FROM_DECLARATION) -> tuple[Answer, list[Finding]]:
+    """A no to ``check`` and the finding of rule ``code`` it raises, in the same words: the
+    static checks and the trace evidence answer alike, so the table and SARIF agree."""
+    return Answer(check, NO, why, fix, (basis,)), [finding(code, tool, why, fix, parameter, severity)]

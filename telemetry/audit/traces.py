@@ -21,8 +21,9 @@ from typing import Any
 from .. import conventions as c
 from ..exceptions import AuditTargetError, ForensicsInputError
 from ..forensics import open_traces
-from .rules import finding
+from .rules import no as answer_no, yes as answer_yes
 from .model import (
+    CHECKS,
     CRITICAL,
     FROM_TRACES,
     IDEMPOTENT,
@@ -33,7 +34,6 @@ from .model import (
     SCOPED,
     SEMANTICALLY_OBSERVABLE,
     VERSION_BOUND,
-    YES,
     Answer,
     Finding,
 )
@@ -158,14 +158,13 @@ def _share(part: int, whole: int) -> str:
 def answers_from(ev: ToolTraces, scopes_declared: bool, *, bulk: str | None) -> dict[str, tuple[Answer, list[Finding]] | None]:
     """What the spans say for each check (None: the spans say nothing about it)."""
     name, writes = ev.name, ev.kind not in (None, c.KIND_READ)
-    out: dict[str, tuple[Answer, list[Finding]] | None] = dict.fromkeys(
-        (SCOPED, IDEMPOTENT, VERSION_BOUND, PREVIEWABLE, READBACK_VERIFIED, SEMANTICALLY_OBSERVABLE))
+    out: dict[str, tuple[Answer, list[Finding]] | None] = dict.fromkeys(CHECKS)
 
     def no(check: str, code: str, why: str, fix: str, severity: str | None = None) -> tuple[Answer, list[Finding]]:
-        return Answer(check, NO, why, fix, (FROM_TRACES,)), [finding(code, name, why, fix, severity=severity)]
+        return answer_no(check, code, name, why, fix, severity=severity, basis=FROM_TRACES)
 
     def yes(check: str, why: str) -> tuple[Answer, list[Finding]]:
-        return Answer(check, YES, why, None, (FROM_TRACES,)), []
+        return answer_yes(check, why, FROM_TRACES)
 
     agents = ", ".join(sorted(ev.agents)[:5]) + (" ..." if len(ev.agents) > 5 else "")
     if ev.violations:
