@@ -102,7 +102,7 @@ def keys(store_url: str) -> IdempotencyKeys:
 
 
 @FUZZ
-@given(spec=specs, key=st.text(st.characters(blacklist_characters="\0"), min_size=1, max_size=20).filter(str.strip))
+@given(spec=specs, key=st.text(st.characters(codec="utf-8", blacklist_characters="\0"), min_size=1, max_size=20).filter(str.strip))
 def test_a_canonical_twin_replays_and_a_different_payload_is_refused(keys: IdempotencyKeys, spec: Any, key: str) -> None:
     """The same meaning replays without running; a different amount with the same key is refused."""
     runs: list[int] = []
