@@ -15,7 +15,7 @@ from typing import Any
 
 from ..exceptions import AuditTargetError
 from . import mcp_listing, targets, traces
-from .model import ToolModel
+from .model import CRITICAL, ToolModel
 from .report import FAIL_ON, AuditReport, TargetInfo, run_audit
 from .sarif import to_sarif
 from .table import render
@@ -76,7 +76,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--scopes", metavar="FILE",
                         help='with --traces: JSON {"agent id or glob": ["tool", ...]}; calls outside it are violations')
     parser.add_argument("--format", choices=("table", "json", "sarif"), default="table", help="default: %(default)s")
-    parser.add_argument("--fail-on", choices=FAIL_ON, default="critical",
+    parser.add_argument("--fail-on", choices=FAIL_ON, default=CRITICAL,
                         help="exit 1 on a critical finding (default), on a warning or worse, or never")
     parser.add_argument("--timeout", type=float, default=mcp_listing.DEFAULT_TIMEOUT_SECONDS,
                         help="seconds to wait for an MCP server's tools/list (default: %(default)s)")

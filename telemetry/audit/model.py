@@ -12,6 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from .. import conventions as c
+
 __all__ = [
     "Answer",
     "CHECKS",
@@ -52,8 +54,8 @@ SEMANTICALLY_OBSERVABLE: Final = "semantically_observable"
 CHECKS: Final = (SCOPED, IDEMPOTENT, VERSION_BOUND, PREVIEWABLE, READBACK_VERIFIED, SEMANTICALLY_OBSERVABLE)
 """The six questions, in the order the table shows them."""
 
-CRITICAL: Final = "critical"
-WARNING: Final = "warning"
+CRITICAL: Final = c.SEVERITY_CRITICAL
+WARNING: Final = c.SEVERITY_WARNING
 INFO: Final = "info"
 SEVERITIES: Final = (CRITICAL, WARNING, INFO)
 

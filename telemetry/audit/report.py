@@ -23,7 +23,8 @@ __all__ = ["AuditReport", "FAIL_ON", "SCHEMA_ID", "TargetInfo", "run_audit"]
 
 SCHEMA_ID: Final = "outcome-telemetry.audit/1"
 """The ``schema`` key of the JSON document; it changes only when a key changes meaning."""
-FAIL_ON: Final = ("critical", "warning", "never")
+NEVER: Final = "never"
+FAIL_ON: Final = (CRITICAL, WARNING, NEVER)
 
 
 @dataclass
@@ -54,13 +55,13 @@ class AuditReport:
         return {YES: verdicts[YES], NO: verdicts[NO], NOT_APPLICABLE: verdicts[NOT_APPLICABLE],
                 **{s: severities[s] for s in SEVERITIES}}
 
-    def failed(self, fail_on: str = "critical") -> bool:
+    def failed(self, fail_on: str = CRITICAL) -> bool:
         """``critical`` (the default: a critical finding, which includes every write that is not
         version-bound), ``warning`` (a warning or worse) or ``never``."""
         counts = self.counts()
-        if fail_on == "never":
+        if fail_on == NEVER:
             return False
-        if fail_on == "warning":
+        if fail_on == WARNING:
             return counts[CRITICAL] + counts[WARNING] > 0
         return counts[CRITICAL] > 0
 
@@ -71,7 +72,7 @@ class AuditReport:
         return (f"{label}: {len(self.tools)} tools, {counts[YES]} of {applicable} applicable answers yes, "
                 f"{counts[CRITICAL]} critical, {counts[WARNING]} warning, {counts[INFO]} info")
 
-    def as_dict(self, fail_on: str = "critical") -> dict[str, Any]:
+    def as_dict(self, fail_on: str = CRITICAL) -> dict[str, Any]:
         counts = self.counts()
         return {
             "schema": SCHEMA_ID,

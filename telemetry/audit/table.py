@@ -27,7 +27,7 @@ def clean(text: object, limit: int = 200) -> str:
     return flat if len(flat) <= limit else flat[: limit - 3] + "..."
 
 
-def render(report: AuditReport, out: TextIO, *, fail_on: str = "critical") -> None:
+def render(report: AuditReport, out: TextIO, *, fail_on: str = CRITICAL) -> None:
     """Print ``report`` as a table, then the evidence and fix for every no, then the findings."""
     rows = [(clean(t.tool.name, 40), clean(t.kind, 8), *(CELL[t.answers[c].verdict] for c in CHECKS)) for t in report.tools]
     header = ("tool", "kind", *HEADERS)
