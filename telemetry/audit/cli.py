@@ -13,6 +13,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
+from .._command import EXIT_FINDINGS, EXIT_INPUT, EXIT_OK, parse, run
 from ..exceptions import AuditTargetError
 from . import mcp_listing, targets, traces
 from .model import CRITICAL, ToolModel
@@ -22,7 +23,8 @@ from .table import render
 
 __all__ = ["DESCRIPTION", "EPILOG", "build_parser", "emit", "gather", "main"]
 
-EXIT_OK, EXIT_FAILED, EXIT_INPUT, EXIT_INTERNAL = 0, 1, 2, 3
+EXIT_FAILED = EXIT_FINDINGS
+"""A tool failed a check at or above ``--fail-on``."""
 
 DESCRIPTION = """\
 Answer six questions for every tool an agent may call, before it gets write access:
@@ -123,10 +125,9 @@ def emit(report: AuditReport, fmt: str, fail_on: str) -> None:
 def main(argv: Sequence[str]) -> int:
     """Run ``outcome-telemetry audit`` with ``argv`` (everything after ``audit``)."""
     parser = build_parser()
-    try:
-        ns = parser.parse_args(list(argv))
-    except SystemExit as exit_:  # argparse exits on --help (0) and usage errors (2)
-        return int(exit_.code or 0)
+    ns = parse(parser, argv)
+    if isinstance(ns, int):
+        return ns
     if not (ns.targets or ns.mcp_stdio or ns.mcp_url or ns.traces):
         parser.print_usage(sys.stderr)
         print("outcome-telemetry audit: name at least one target (module:attribute, --mcp-stdio, --mcp-url "
@@ -137,21 +138,10 @@ def main(argv: Sequence[str]) -> int:
         return EXIT_INPUT
     if os.getcwd() not in sys.path and "" not in sys.path:
         sys.path.insert(0, os.getcwd())  # module:attribute resolves from here, as `python -m` would
-    try:
+
+    def body() -> int:
         report = gather(ns)
         emit(report, ns.format, ns.fail_on)
-        sys.stdout.flush()
-    except AuditTargetError as exc:
-        print(f"outcome-telemetry audit: {exc}", file=sys.stderr)
-        return EXIT_INPUT
-    except BrokenPipeError:  # the reader went away (| head): a normal end
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        return EXIT_OK
-    except Exception:
-        import traceback
+        return EXIT_FAILED if report.failed(ns.fail_on) else EXIT_OK
 
-        traceback.print_exc()
-        print("outcome-telemetry audit: failed unexpectedly (exit 3); the traceback above says where", file=sys.stderr)
-        return EXIT_INTERNAL
-    return EXIT_FAILED if report.failed(ns.fail_on) else EXIT_OK
+    return run(body, input_errors=(AuditTargetError,), prefix="outcome-telemetry audit: ", what="the audit")

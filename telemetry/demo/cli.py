@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import conventions as c
+from .._command import silence_stdout
 from .alerting import FiringAlert, samples_from_registry, would_fire
 from ..exceptions import ConfigurationError, GuardError
 from ..forensics import QUESTION_NAMES, open_traces
@@ -146,12 +147,8 @@ def main(argv: list[str] | None = None) -> int:
         status = _run(ns)
         sys.stdout.flush()  # inside the try: a reader that left shows up here, not at exit
         return status
-    except BrokenPipeError:
-        # The reader went away (``demo | head``): a normal end. Point stdout at /dev/null so
-        # the interpreter's final flush does not fail a second time.
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        os.close(devnull)
+    except BrokenPipeError:  # the reader went away (``demo | head``): a normal end
+        silence_stdout()
         return 0
 
 

@@ -12,10 +12,10 @@ Exit status: 0 done, 1 findings with ``--fail-on-findings``, 2 bad input or usag
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from typing import Optional, Sequence
 
+from .._command import EXIT_FINDINGS, EXIT_INPUT, EXIT_INTERNAL, EXIT_OK, parse, run
 from ..exceptions import ForensicsInputError
 from .api import Forensics, open_clickhouse, open_traces
 from .clickhouse import DEFAULT_LAST, DEFAULT_MAX_SPANS, DEFAULT_TABLE, PASSWORD_ENV
@@ -27,12 +27,8 @@ from .report import FORMATS, format_answer
 
 __all__ = ["EXIT_FINDINGS", "EXIT_INPUT", "EXIT_INTERNAL", "EXIT_OK", "build_parser", "main"]
 
-EXIT_OK = 0
-EXIT_FINDINGS = 1
-EXIT_INPUT = 2
-EXIT_INTERNAL = 3
-"""Something failed that is not the input's fault: distinct from 1, so --fail-on-findings in CI
-never mistakes a crash for findings."""
+# Exit 3 (EXIT_INTERNAL) is distinct from 1, so --fail-on-findings in CI never mistakes a crash
+# for findings.
 
 _EPILOG = """\
 PATHS are OTLP JSON-lines files (.jsonl/.json/.ndjson, optionally .gz/.zst), directories
@@ -183,42 +179,16 @@ def _open(args: argparse.Namespace, progress: Optional[Progress]) -> Forensics:
 def main(argv: Sequence[str]) -> int:
     """Run ``outcome-telemetry forensics`` with ``argv`` (everything after ``forensics``)."""
     parser = build_parser()
-    try:
-        args = parser.parse_args(list(argv))
-    except SystemExit as exit_:  # argparse exits on --help (0) and usage errors (2)
-        return int(exit_.code or 0)
+    args = parse(parser, argv)
+    if isinstance(args, int):
+        return args
     if args.list:
         print(_list())
         return EXIT_OK
     if args.command is None:
         parser.print_help(sys.stderr)
         return EXIT_INPUT
-    try:
-        code = _run(args)
-        sys.stdout.flush()
-        return code
-    except BrokenPipeError:  # the reader went away (`| head`): nothing more to say to it
-        _silence_stdout()
-        return EXIT_OK
-    except ForensicsInputError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return EXIT_INPUT
-    except Exception:  # a bug or an environment failure: say so, keep the traceback, exit 3
-        import traceback
-
-        traceback.print_exc()
-        print("error: forensics failed unexpectedly (exit 3); the traceback above says where", file=sys.stderr)
-        return EXIT_INTERNAL
-
-
-def _silence_stdout() -> None:
-    """Point stdout at /dev/null so the interpreter's final flush does not fail on the closed pipe."""
-    try:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        os.close(devnull)
-    except (OSError, ValueError):  # stdout has no descriptor (captured): nothing to flush into a pipe
-        pass
+    return run(lambda: _run(args), input_errors=(ForensicsInputError,), prefix="error: ", what="forensics")
 
 
 if __name__ == "__main__":
