@@ -22,21 +22,7 @@ from .. import conventions as c
 from ..exceptions import AuditTargetError, ForensicsInputError
 from ..forensics import open_traces
 from .rules import no as answer_no, yes as answer_yes
-from .model import (
-    CHECKS,
-    CRITICAL,
-    FROM_TRACES,
-    IDEMPOTENT,
-    NO,
-    NOT_APPLICABLE,
-    PREVIEWABLE,
-    READBACK_VERIFIED,
-    SCOPED,
-    SEMANTICALLY_OBSERVABLE,
-    VERSION_BOUND,
-    Answer,
-    Finding,
-)
+from . import model as m
 
 __all__ = [
     "ToolTraces",
@@ -155,89 +141,89 @@ def _share(part: int, whole: int) -> str:
     return f"{part} of {whole} ({100.0 * part / whole:.0f}%)"
 
 
-def answers_from(ev: ToolTraces, scopes_declared: bool, *, bulk: str | None) -> dict[str, tuple[Answer, list[Finding]] | None]:
+def answers_from(ev: ToolTraces, scopes_declared: bool, *, bulk: str | None) -> dict[str, tuple[m.Answer, list[m.Finding]] | None]:
     """What the spans say for each check (None: the spans say nothing about it)."""
     name, writes = ev.name, ev.kind not in (None, c.KIND_READ)
-    out: dict[str, tuple[Answer, list[Finding]] | None] = dict.fromkeys(CHECKS)
+    out: dict[str, tuple[m.Answer, list[m.Finding]] | None] = dict.fromkeys(m.CHECKS)
 
-    def no(check: str, code: str, why: str, fix: str, severity: str | None = None) -> tuple[Answer, list[Finding]]:
-        return answer_no(check, code, name, why, fix, severity=severity, basis=FROM_TRACES)
+    def no(check: str, code: str, why: str, fix: str, severity: str | None = None) -> tuple[m.Answer, list[m.Finding]]:
+        return answer_no(check, code, name, why, fix, severity=severity, basis=m.FROM_TRACES)
 
-    def yes(check: str, why: str) -> tuple[Answer, list[Finding]]:
-        return answer_yes(check, why, FROM_TRACES)
+    def yes(check: str, why: str) -> tuple[m.Answer, list[m.Finding]]:
+        return answer_yes(check, why, m.FROM_TRACES)
 
     agents = ", ".join(sorted(ev.agents)[:5]) + (" ..." if len(ev.agents) > 5 else "")
     if ev.violations:
         who = ", ".join(f"{a} ({n})" for a, n in sorted(ev.violations.items())[:5])
-        out[SCOPED] = no(SCOPED, "AUD101", f"traces: called outside the caller's declared scope by {who}",
+        out[m.SCOPED] = no(m.SCOPED, "AUD101", f"traces: called outside the caller's declared scope by {who}",
                          "serve each agent registry.scoped(its scopes), so the tool is absent from its inventory",
-                         CRITICAL)
+                         m.CRITICAL)
     elif scopes_declared and ev.agents:
-        out[SCOPED] = yes(SCOPED, f"traces: every caller ({agents}) is within its declared scope")
+        out[m.SCOPED] = yes(m.SCOPED, f"traces: every caller ({agents}) is within its declared scope")
     if ev.repeated:
-        out[IDEMPOTENT] = no(IDEMPOTENT, "AUD102", f"traces: {ev.repeated} repeated execution(s): one key and payload "
+        out[m.IDEMPOTENT] = no(m.IDEMPOTENT, "AUD102", f"traces: {ev.repeated} repeated execution(s): one key and payload "
                              f"ran again instead of returning the first outcome", "guard it with IdempotencyKeys."
-                             "idempotent() on the key it already takes", CRITICAL)
+                             "idempotent() on the key it already takes", m.CRITICAL)
     elif writes and ev.replays:
-        out[IDEMPOTENT] = yes(IDEMPOTENT, f"traces: {ev.replays} retried call(s) were deduplicated")
+        out[m.IDEMPOTENT] = yes(m.IDEMPOTENT, f"traces: {ev.replays} retried call(s) were deduplicated")
     elif writes and ev.calls and ev.keyed == ev.calls:
-        out[IDEMPOTENT] = yes(IDEMPOTENT, f"traces: all {ev.calls} calls carried an idempotency key, none ran twice")
+        out[m.IDEMPOTENT] = yes(m.IDEMPOTENT, f"traces: all {ev.calls} calls carried an idempotency key, none ran twice")
     elif ev.kind == c.KIND_WRITE and ev.calls and ev.versioned == ev.calls:
-        out[IDEMPOTENT] = yes(IDEMPOTENT, f"traces: all {ev.calls} calls were compare-and-set on an expected version")
+        out[m.IDEMPOTENT] = yes(m.IDEMPOTENT, f"traces: all {ev.calls} calls were compare-and-set on an expected version")
     if ev.unpersisted:
-        out[READBACK_VERIFIED] = no(READBACK_VERIFIED, "AUD105", f"traces: {ev.unpersisted} accepted write(s) did not "
+        out[m.READBACK_VERIFIED] = no(m.READBACK_VERIFIED, "AUD105", f"traces: {ev.unpersisted} accepted write(s) did not "
                                     f"persist (the next read showed another version), whatever the read-back said",
-                                    "read back from the source of truth, not a cache the write just filled", CRITICAL)
+                                    "read back from the source of truth, not a cache the write just filled", m.CRITICAL)
     elif writes and ev.ok_writes:
         if ev.unverified:
-            out[READBACK_VERIFIED] = no(READBACK_VERIFIED, "AUD105", f"traces: {_share(ev.unverified, ev.ok_writes)} "
+            out[m.READBACK_VERIFIED] = no(m.READBACK_VERIFIED, "AUD105", f"traces: {_share(ev.unverified, ev.ok_writes)} "
                                         f"successful writes had a skipped or error read-back",
                                         "give it a readback= that reads the source of truth (and cannot raise)")
         else:
-            out[READBACK_VERIFIED] = yes(READBACK_VERIFIED, f"traces: all {ev.ok_writes} successful writes were read back")
+            out[m.READBACK_VERIFIED] = yes(m.READBACK_VERIFIED, f"traces: all {ev.ok_writes} successful writes were read back")
     if ev.with_outcome < ev.calls:
-        out[SEMANTICALLY_OBSERVABLE] = no(SEMANTICALLY_OBSERVABLE, "AUD106", f"traces: {_share(ev.calls - ev.with_outcome, ev.calls)} "
+        out[m.SEMANTICALLY_OBSERVABLE] = no(m.SEMANTICALLY_OBSERVABLE, "AUD106", f"traces: {_share(ev.calls - ev.with_outcome, ev.calls)} "
                                           f"spans carry no {c.TOOL_OUTCOME}", "record it with @instrument_tool")
     else:
-        out[SEMANTICALLY_OBSERVABLE] = yes(SEMANTICALLY_OBSERVABLE, f"traces: all {ev.calls} spans carry {c.TOOL_OUTCOME}")
+        out[m.SEMANTICALLY_OBSERVABLE] = yes(m.SEMANTICALLY_OBSERVABLE, f"traces: all {ev.calls} spans carry {c.TOOL_OUTCOME}")
     if ev.kind in (c.KIND_WRITE, c.KIND_SEND) and ev.ok_writes:
         if ev.versioned:
-            out[VERSION_BOUND] = yes(VERSION_BOUND, f"traces: {_share(ev.versioned, ev.calls)} calls carried the version "
+            out[m.VERSION_BOUND] = yes(m.VERSION_BOUND, f"traces: {_share(ev.versioned, ev.calls)} calls carried the version "
                                      f"they were built on")
         elif ev.planned:
-            out[VERSION_BOUND] = yes(VERSION_BOUND, f"traces: {ev.planned} call(s) committed a plan bound to versions")
+            out[m.VERSION_BOUND] = yes(m.VERSION_BOUND, f"traces: {ev.planned} call(s) committed a plan bound to versions")
     if writes and ev.planned:
-        out[PREVIEWABLE] = yes(PREVIEWABLE, f"traces: {ev.planned} call(s) ran a plan")
+        out[m.PREVIEWABLE] = yes(m.PREVIEWABLE, f"traces: {ev.planned} call(s) ran a plan")
     elif writes and bulk is not None:
-        out[PREVIEWABLE] = no(PREVIEWABLE, "AUD104", f"traces: no call ran a plan, and {bulk}",
+        out[m.PREVIEWABLE] = no(m.PREVIEWABLE, "AUD104", f"traces: no call ran a plan, and {bulk}",
                               "split it into a plan and commit_plan(plan_id) (telemetry.guards.Planner)")
     return out
 
 
-def merge(static: tuple[Answer, list[Finding]], traced: tuple[Answer, list[Finding]] | None,
-          *, traces_only: bool) -> tuple[Answer, list[Finding]]:
+def merge(static: tuple[m.Answer, list[m.Finding]], traced: tuple[m.Answer, list[m.Finding]] | None,
+          *, traces_only: bool) -> tuple[m.Answer, list[m.Finding]]:
     """One answer from the declaration and the spans: what a tool did overrules what it declares."""
     s_answer, s_findings = static
     if traced is None:
         if traces_only:
             note = f"only traces were audited, and they do not show it; {s_answer.evidence}"
-            return Answer(s_answer.check, s_answer.verdict, note, s_answer.fix, s_answer.basis), [
-                Finding(f.code, f.rule, f.severity, f.tool, note, f.fix, f.parameter) for f in s_findings]
+            return m.Answer(s_answer.check, s_answer.verdict, note, s_answer.fix, s_answer.basis), [
+                m.Finding(f.code, f.rule, f.severity, f.tool, note, f.fix, f.parameter) for f in s_findings]
         return static
     t_answer, t_findings = traced
     if traces_only:
         return traced
     basis = tuple(dict.fromkeys(s_answer.basis + t_answer.basis))
     evidence = f"{s_answer.evidence}; {t_answer.evidence}"
-    if t_answer.verdict == NO:
+    if t_answer.verdict == m.NO:
         fix = s_answer.fix or t_answer.fix
-        severity = max((f.severity for f in s_findings + t_findings), key=lambda s: s == CRITICAL)
+        severity = max((f.severity for f in s_findings + t_findings), key=lambda s: s == m.CRITICAL)
         base = (s_findings or t_findings)[0]
-        merged = Finding(base.code, base.rule, severity, base.tool, evidence, fix or base.fix, base.parameter)
-        return Answer(s_answer.check, NO, evidence, fix, basis), [merged]
-    if s_answer.verdict == NOT_APPLICABLE:
+        merged = m.Finding(base.code, base.rule, severity, base.tool, evidence, fix or base.fix, base.parameter)
+        return m.Answer(s_answer.check, m.NO, evidence, fix, basis), [merged]
+    if s_answer.verdict == m.NOT_APPLICABLE:
         return static
-    return Answer(s_answer.check, s_answer.verdict, evidence, s_answer.fix, basis), s_findings
+    return m.Answer(s_answer.check, s_answer.verdict, evidence, s_answer.fix, basis), s_findings
 
 
 def describe(ev: TraceEvidence) -> dict[str, Any]:
