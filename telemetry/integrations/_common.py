@@ -14,6 +14,8 @@ import weakref
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from typing_extensions import TypedDict
+
 from ..exceptions import ConfigurationError
 from ..instrument import SPEC_ATTRIBUTE, ReadbackFn, ToolOptions, instrument_with
 
@@ -48,6 +50,25 @@ def is_instrumented(func: Any) -> bool:
     return func is not None and hasattr(func, SPEC_ATTRIBUTE)
 
 
+class Choices(TypedDict, total=False):
+    """The keywords every framework's ``instrument(...)`` takes, defined once for all of them.
+
+    Each integration's ``instrument`` accepts ``**choices: Unpack[Choices]``, so a new choice is
+    added here and every framework (and every type checker) sees it.
+    """
+
+    kinds: Mapping[str, str] | None
+    """Tool name to ``read``/``write``/``send``/``delegate``; tools not named are inferred from
+    their MCP-style hints, else ``write``."""
+    readbacks: Mapping[str, ReadbackFn] | None
+    """Tool name to a ``readback(call, result)`` callable for writes."""
+    exceptions: Mapping[type[BaseException], str] | None
+    """Exception class to outcome code, on top of the framework's defaults."""
+
+
+_CHOICES = frozenset(Choices.__annotations__)
+
+
 class Selection:
     """The options an ``instrument(...)`` call was given, checked once, looked up per tool.
 
@@ -55,15 +76,11 @@ class Selection:
     exception classes to outcome codes on top of the framework's defaults.
     """
 
-    def __init__(
-        self,
-        where: str,
-        *,
-        kinds: Mapping[str, str] | None,
-        readbacks: Mapping[str, ReadbackFn] | None,
-        exceptions: Mapping[type[BaseException], str] | None,
-        defaults: Mapping[type[BaseException], str],
-    ) -> None:
+    def __init__(self, where: str, choices: Choices, *, defaults: Mapping[type[BaseException], str]) -> None:
+        unknown = sorted(set(choices) - _CHOICES)
+        if unknown:  # what Python itself would say of a keyword the signature does not have
+            raise TypeError(f"{where}() got an unexpected keyword argument {unknown[0]!r}")
+        kinds, readbacks, exceptions = choices.get("kinds"), choices.get("readbacks"), choices.get("exceptions")
         for label, given in (("kinds", kinds), ("readbacks", readbacks), ("exceptions", exceptions)):
             if given is not None and not isinstance(given, Mapping):
                 raise ConfigurationError(f"{where}: {label} must be a mapping, got {given!r}")

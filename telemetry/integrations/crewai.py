@@ -33,11 +33,13 @@ import inspect
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, TypeVar
 
+from typing_extensions import Unpack
+
 from .. import conventions as c
 from ..exceptions import ConfigurationError
-from ..instrument import ReadbackFn, framework_context
+from ..instrument import framework_context
 from ..runtime import containment as _safe
-from ._common import Selection
+from ._common import Choices, Selection
 
 try:
     from crewai.events import event_context as _crewai_events
@@ -64,10 +66,8 @@ _SCOPED = "__outcome_telemetry_crewai__"
 def instrument(
     target: T,
     *,
-    kinds: Mapping[str, str] | None = None,
-    readbacks: Mapping[str, ReadbackFn] | None = None,
-    exceptions: Mapping[type[BaseException], str] | None = None,
     agent_name: str | None = None,
+    **choices: Unpack[Choices],
 ) -> T:
     """Instrument every tool of ``target`` (a ``Crew``, an ``Agent``, or an iterable of tools).
 
@@ -83,7 +83,7 @@ def instrument(
     nothing is instrumented twice. A name in ``kinds``/``readbacks`` that is no tool is a
     :class:`ConfigurationError`.
     """
-    selection = Selection(_WHERE, kinds=kinds, readbacks=readbacks, exceptions=exceptions, defaults=DEFAULT_EXCEPTIONS)
+    selection = Selection(_WHERE, choices, defaults=DEFAULT_EXCEPTIONS)
     names: list[str] = []
     for tool, role in _tools_of(target):
         name = sanitize_tool_name(tool.name)

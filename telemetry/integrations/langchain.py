@@ -36,12 +36,14 @@ import functools
 from collections.abc import Iterable, Mapping
 from typing import Any, TypeVar
 
+from typing_extensions import Unpack
+
 from langchain_core.tools import BaseTool, StructuredTool, Tool, ToolException
 
 from .. import conventions as c
 from ..exceptions import ConfigurationError
-from ..instrument import ReadbackFn, framework_context
-from ._common import Selection, hints_from
+from ..instrument import framework_context
+from ._common import Choices, Selection, hints_from
 
 __all__ = ["DEFAULT_EXCEPTIONS", "instrument"]
 
@@ -142,10 +144,8 @@ def _instrument_tool(tool: BaseTool, selection: Selection, agent_name: str | Non
 def instrument(
     tools: T,
     *,
-    kinds: Mapping[str, str] | None = None,
-    readbacks: Mapping[str, ReadbackFn] | None = None,
-    exceptions: Mapping[type[BaseException], str] | None = None,
     agent_name: str | None = None,
+    **choices: Unpack[Choices],
 ) -> T:
     """Instrument LangChain tools in place and return what was given.
 
@@ -163,9 +163,7 @@ def instrument(
     Safe to call again: nothing is instrumented twice.
     """
     found, graph_name = _tools_of(tools)
-    selection = Selection(
-        "langchain.instrument", kinds=kinds, readbacks=readbacks, exceptions=exceptions, defaults=DEFAULT_EXCEPTIONS
-    )
+    selection = Selection("langchain.instrument", choices, defaults=DEFAULT_EXCEPTIONS)
     for tool in found:
         _instrument_tool(tool, selection, agent_name or graph_name)
     selection.check_all_named(t.name for t in found)

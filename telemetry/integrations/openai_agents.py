@@ -31,12 +31,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, TypeVar
 
+from typing_extensions import Unpack
+
 from agents import Agent, FunctionTool, function_tool
 from agents.tracing import get_current_trace
 
 from ..exceptions import ConfigurationError
-from ..instrument import ReadbackFn, framework_context
-from ._common import Selection, hints_from, is_instrumented, run_id_for
+from ..instrument import framework_context
+from ._common import Choices, Selection, hints_from, is_instrumented, run_id_for
 
 __all__ = ["DEFAULT_EXCEPTIONS", "instrument"]
 
@@ -119,10 +121,7 @@ def _agents(agent: Agent[Any], found: list[Agent[Any]]) -> None:
 
 def instrument(
     agent: A,
-    *,
-    kinds: Mapping[str, str] | None = None,
-    readbacks: Mapping[str, ReadbackFn] | None = None,
-    exceptions: Mapping[type[BaseException], str] | None = None,
+    **choices: Unpack[Choices],
 ) -> A:
     """Instrument every ``FunctionTool`` of ``agent`` (and its hand-off agents) in place.
 
@@ -139,9 +138,7 @@ def instrument(
         raise ConfigurationError(
             f"telemetry.integrations.openai_agents.instrument needs an agents.Agent, got {agent!r}"
         )
-    selection = Selection(
-        "openai_agents.instrument", kinds=kinds, readbacks=readbacks, exceptions=exceptions, defaults=DEFAULT_EXCEPTIONS
-    )
+    selection = Selection("openai_agents.instrument", choices, defaults=DEFAULT_EXCEPTIONS)
     names: list[str] = []
     agents: list[Agent[Any]] = []
     _agents(agent, agents)

@@ -36,6 +36,8 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any, TypeVar
 
+from typing_extensions import Unpack
+
 from pydantic_ai import Agent
 from pydantic_ai._function_schema import FunctionSchema
 from pydantic_ai.exceptions import ModelRetry, ToolFailed
@@ -44,8 +46,8 @@ from pydantic_ai.toolsets import AbstractToolset, CombinedToolset, FunctionTools
 
 from .. import conventions as c
 from ..exceptions import ConfigurationError
-from ..instrument import ReadbackFn, framework_context
-from ._common import Selection, hints_from
+from ..instrument import framework_context
+from ._common import Choices, Selection, hints_from
 
 __all__ = ["DEFAULT_EXCEPTIONS", "instrument"]
 
@@ -96,10 +98,7 @@ def _instrument_tool(tool: Tool[Any], selection: Selection) -> None:
 
 def instrument(
     agent: A,
-    *,
-    kinds: Mapping[str, str] | None = None,
-    readbacks: Mapping[str, ReadbackFn] | None = None,
-    exceptions: Mapping[type[BaseException], str] | None = None,
+    **choices: Unpack[Choices],
 ) -> A:
     """Instrument every function tool of ``agent`` in place and return ``agent``.
 
@@ -116,9 +115,7 @@ def instrument(
         raise ConfigurationError(
             f"telemetry.integrations.pydantic_ai.instrument needs a pydantic_ai.Agent, got {agent!r}"
         )
-    selection = Selection(
-        "pydantic_ai.instrument", kinds=kinds, readbacks=readbacks, exceptions=exceptions, defaults=DEFAULT_EXCEPTIONS
-    )
+    selection = Selection("pydantic_ai.instrument", choices, defaults=DEFAULT_EXCEPTIONS)
     toolsets: list[FunctionToolset[Any]] = []
     for toolset in agent.toolsets:
         _function_toolsets(toolset, toolsets)

@@ -102,6 +102,13 @@ def test_each_tool_is_wrapped_once(tmp_path: Path, telemetry_capture: Capture) -
         otel_langchain.instrument([lookup, len])
 
 
+def test_a_misspelled_choice_is_refused_like_any_unknown_keyword(tmp_path: Path, telemetry_capture: Capture) -> None:
+    """The shared keywords arrive as ``**choices``: a typo is a TypeError naming it, never ignored."""
+    tools, _store = _tools(tmp_path, telemetry_capture)
+    with pytest.raises(TypeError, match="unexpected keyword argument 'kind'"):
+        otel_langchain.instrument(tools, kind={"unit": "read"})  # type: ignore[call-arg]
+
+
 async def test_minimal_loop_records_call_ids_and_tool_exception(tmp_path: Path, telemetry_capture: Capture) -> None:
     """A hand-written loop over a fake chat model: call ids reach the spans; ToolException is ok/tool_error."""
     tools, _store = _tools(tmp_path, telemetry_capture)
