@@ -14,6 +14,8 @@ import sys
 import traceback
 from typing import Callable, Sequence, Union
 
+__all__ = ["EXIT_FINDINGS", "EXIT_INPUT", "EXIT_INTERNAL", "EXIT_OK", "parse", "run", "silence_stdout"]
+
 EXIT_OK = 0
 """The command did its work (and, where it looks for findings, found none it was asked to fail on)."""
 EXIT_FINDINGS = 1

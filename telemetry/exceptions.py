@@ -8,6 +8,7 @@ cannot be done.
 from __future__ import annotations
 
 __all__ = [
+    "AuditTargetError",
     "ClickHouseAuthError",
     "ClickHouseInputError",
     "ClickHouseSchemaError",

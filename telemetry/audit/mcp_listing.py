@@ -20,6 +20,7 @@ from typing import Any, Final
 import anyio
 
 from .. import conventions as c
+from .._extras import require
 from ..exceptions import AuditTargetError
 from . import infer
 from .model import ToolModel
@@ -48,11 +49,7 @@ META_INSTRUMENTED: Final = META_PREFIX + "instrumented"
 
 
 def _sdk() -> Any:
-    try:
-        import mcp
-    except ImportError as exc:  # pragma: no cover - exercised only without the extra
-        raise AuditTargetError("MCP targets need the MCP Python SDK; install it with: pip install -e '/path/to/outcome-telemetry[mcp]'") from exc
-    return mcp
+    return require("mcp", extra="mcp", needed_for="auditing MCP targets", error=AuditTargetError)
 
 
 async def _pages(client: Any) -> list[dict[str, Any]]:

@@ -13,6 +13,7 @@ import inspect
 from collections.abc import Callable
 from typing import Annotated, Any
 
+from .._extras import require
 from ..exceptions import AuditTargetError
 
 __all__ = ["input_schema", "signature_of"]
@@ -21,14 +22,8 @@ _SKIPPED = frozenset({"self", "cls"})
 
 
 def _pydantic() -> Any:
-    try:
-        import pydantic
-    except ImportError as exc:  # pragma: no cover - exercised only without the extra
-        raise AuditTargetError(
-            "auditing Python tools builds their JSON Schema with pydantic; install it with: "
-            "pip install -e '/path/to/outcome-telemetry[mcp]'"
-        ) from exc
-    return pydantic
+    return require("pydantic", extra="mcp", needed_for="auditing Python tools (their JSON Schema)",
+                   error=AuditTargetError)
 
 
 def signature_of(func: Callable[..., Any]) -> inspect.Signature:

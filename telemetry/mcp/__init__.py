@@ -15,13 +15,9 @@ See ``docs/mcp.md``.
 
 from __future__ import annotations
 
-try:
-    import mcp as _mcp_sdk  # noqa: F401  (fail early, with the fix in the message)
-except ImportError as exc:  # pragma: no cover - exercised only without the extra
-    raise ImportError(
-        "telemetry.mcp needs the MCP Python SDK: pip install 'mcp>=2.3', or reinstall outcome-telemetry "
-        "with its mcp extra (pip install -e '/path/to/outcome-telemetry[mcp]')"
-    ) from exc
+from .._extras import require
+
+require("mcp", extra="mcp", needed_for="telemetry.mcp")  # fail early, with the fix in the message
 
 from ._hints import annotations_for, hints_from_annotations
 from ._propagation import trace_meta

@@ -1,0 +1,21 @@
+"""A missing optional part is a named error that says which extra to install, and how."""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+
+from telemetry.audit.cli import main as audit
+
+
+def test_audit_without_the_mcp_sdk_says_which_extra_to_install(monkeypatch: pytest.MonkeyPatch,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    """With the SDK missing (``None`` in ``sys.modules`` makes its import fail), the command exits 2
+    naming what needs it and the one install command that works from a checkout."""
+    monkeypatch.setitem(sys.modules, "mcp", None)
+    code = audit(["--mcp-stdio", "python -c pass"])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert "auditing MCP targets needs mcp; install it with: pip install -e '/path/to/outcome-telemetry[mcp]'" in err
+    assert "Traceback" not in err
