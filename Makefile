@@ -29,8 +29,13 @@ test-crewai: $(CREWAI_STAMP)
 demo: $(STAMP)
 	$(VENV)/bin/outcome-telemetry demo $(DEMO_ARGS)
 
+# The suite runs on every core (pytest-xdist): many tests wait on a real server (Prometheus,
+# PostgreSQL, Chromium, gunicorn), and each worker starts its own. PYTEST_WORKERS=0 runs it in one
+# process, e.g. to debug a failure with -x or --pdb.
+PYTEST_WORKERS ?= auto
+
 test: $(STAMP)
-	$(PY) -m pytest $(PYTEST_ARGS)
+	$(PY) -m pytest -n $(PYTEST_WORKERS) $(PYTEST_ARGS)
 
 bench: $(STAMP)
 	$(PY) benchmarks/run.py $(BENCH_ARGS)
