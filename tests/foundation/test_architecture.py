@@ -46,8 +46,11 @@ def _is_module(module: str) -> bool:
 def _imports(path: Path) -> Iterator[Import]:
     importer = _module_name(path)
     package = importer if path.name == "__init__.py" else importer.rpartition(".")[0]
+    relative = path.relative_to(REPO)
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
-        where = f"{path.relative_to(REPO)}:{getattr(node, 'lineno', 0)}"
+        if not isinstance(node, (ast.Import, ast.ImportFrom)):
+            continue
+        where = f"{relative}:{node.lineno}"
         if isinstance(node, ast.Import):
             for alias in node.names:
                 yield Import(where, importer, alias.name, None)
