@@ -33,9 +33,13 @@ demo: $(STAMP)
 # PostgreSQL, Chromium, gunicorn), and each worker starts its own. PYTEST_WORKERS=0 runs it in one
 # process, e.g. to debug a failure with -x or --pdb.
 PYTEST_WORKERS ?= auto
+# Only the plugins the suite uses: pytest rewrites the assertions of every module of every
+# installed plugin's distribution (LangSmith's comes with langchain-core), which cost seconds of
+# each worker's start-up.
+PYTEST_PLUGINS := -p pytest_asyncio.plugin -p anyio.pytest_plugin -p _hypothesis_pytestplugin -p xdist.plugin -p pytest_outcome_telemetry
 
 test: $(STAMP)
-	$(PY) -m pytest -n $(PYTEST_WORKERS) $(PYTEST_ARGS)
+	PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 $(PY) -m pytest $(PYTEST_PLUGINS) -n $(PYTEST_WORKERS) $(PYTEST_ARGS)
 
 bench: $(STAMP)
 	$(PY) benchmarks/run.py $(BENCH_ARGS)
