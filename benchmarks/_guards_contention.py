@@ -74,6 +74,7 @@ def worker(target: str, keys: list[str], threads: int, increments: int, telemetr
     wall = time.perf_counter() - began
     if runtime is not None:
         runtime.shutdown()
+    state.store.close()
     Path(out).write_text(json.dumps({"latencies": latencies, "wall": wall, **counts}))
 
 
@@ -106,6 +107,7 @@ def run(target: str, folder: Path, *, processes: int, threads: int, increments: 
     latencies = sorted(x for s in seen for x in s["latencies"])
     accepted = sum(s["accepted"] for s in seen)
     total = sum(state.read_state(k)["value"] for k in keys)
+    state.store.close()
     if total != accepted:
         sys.exit(f"lost updates: {accepted} accepted, {total} applied")
     return {

@@ -12,6 +12,8 @@
 2. Each store's guarded write (telemetry off) against the hand-written compare-and-set a user
    would write instead on the same database: a transaction with ``UPDATE ... WHERE key = ? AND
    version = ?`` (``BEGIN IMMEDIATE`` on SQLite; psycopg's ``conn.transaction()`` on PostgreSQL).
+   On SQLite also that transaction plus an ``INSERT`` of the change-log row, by hand: what the
+   row itself costs, apart from the guard's Python.
 
 3. Contention: 4 processes x 8 threads of read-modify-write increments on 16 hot keys, per
    store, telemetry off and on; accepted writes a second, and p50, p99 and max of ``write_state``.
@@ -31,12 +33,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sqlite3
 import statistics
 import sys
 import tempfile
 import time
 from collections.abc import Sequence
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -111,6 +115,26 @@ def sqlite_cas_us(conn: sqlite3.Connection, writes: int) -> float:
     return (time.perf_counter() - start) / writes * 1e6
 
 
+def sqlite_cas_logged_us(conn: sqlite3.Connection, writes: int) -> float:
+    """The SQLite floor plus the change-log row the guard appends, by hand, in the same transaction."""
+    version = conn.execute("SELECT version FROM guard_state WHERE key = ?", (KEY,)).fetchone()[0]
+    start = time.perf_counter()
+    for i in range(writes):
+        new = f"log_{i}"
+        conn.execute("BEGIN IMMEDIATE")
+        cursor = conn.execute(
+            "UPDATE guard_state SET value = ?, version = ? WHERE key = ? AND version = ?", (str(i), new, KEY, version)
+        )
+        conn.execute(
+            "INSERT INTO guard_changes (key, version, previous_version, value_hash, actor, change_ref, forced, at) "
+            "VALUES (?, ?, ?, ?, NULL, NULL, 0, ?)", (KEY, new, version, "0" * 64, time.time())
+        )
+        conn.execute("COMMIT")
+        assert cursor.rowcount == 1
+        version = new
+    return (time.perf_counter() - start) / writes * 1e6
+
+
 def pg_cas_us(conn: Any, writes: int) -> float:
     """The hand-written compare-and-set on PostgreSQL: psycopg's transaction, a conditional UPDATE."""
     version = conn.execute("SELECT version FROM guard_state WHERE key = %s", (KEY,)).fetchone()[0]
@@ -128,19 +152,26 @@ def pg_cas_us(conn: Any, writes: int) -> float:
     return (time.perf_counter() - start) / writes * 1e6
 
 
-def against_floor(target: str, floor: Any, writes: int, rounds: int) -> dict[str, Any]:
-    """``write_state`` (telemetry off) and the store's floor on one row, alternating rounds."""
-    state = StateStore(open_store(target))
-    state.write_state(KEY, 0, ABSENT_VERSION)
-    guarded, cas = [], []
-    guarded_us(state, writes // 4)
-    floor(writes // 4)
-    for _ in range(rounds):
-        guarded.append(guarded_us(state, writes))
-        cas.append(floor(writes))
-    g, f = statistics.median(guarded), statistics.median(cas)
-    return {"guarded_us": round(g, 2), "floor_us": round(f, 2), "ratio": round(g / f, 2),
-            "target_met": g / f <= TARGET_FLOOR_RATIO}
+def against_floor(target: str, floor: Any, writes: int, rounds: int, logged: Any = None) -> dict[str, Any]:
+    """``write_state`` (telemetry off) and the store's floor on one row, alternating rounds (and,
+    when given, the floor plus a hand-written change-log row)."""
+    with closing(open_store(target)) as store:
+        state = StateStore(store)
+        state.write_state(KEY, 0, ABSENT_VERSION)
+        sides = {"guarded": lambda n: guarded_us(state, n), "floor": floor, **({"logged": logged} if logged else {})}
+        times: dict[str, list[float]] = {name: [] for name in sides}
+        for run in sides.values():
+            run(writes // 4)
+        for _ in range(rounds):
+            for name, run in sides.items():
+                times[name].append(run(writes))
+    g, f = statistics.median(times["guarded"]), statistics.median(times["floor"])
+    result = {"guarded_us": round(g, 2), "floor_us": round(f, 2), "ratio": round(g / f, 2),
+              "target_met": g / f <= TARGET_FLOOR_RATIO}
+    if logged:
+        by_hand = statistics.median(times["logged"])
+        result.update(floor_with_log_us=round(by_hand, 2), ratio_to_floor_with_log=round(g / by_hand, 2))
+    return result
 
 
 def sqlite_side(path: Path) -> tuple[StateStore, sqlite3.Connection]:
@@ -198,7 +229,8 @@ def sqlite_floor(folder: Path, writes: int, rounds: int) -> dict[str, Any]:
     path = folder / "floor.db"
     _, conn = sqlite_side(path)
     try:
-        result = against_floor(str(path), lambda n: sqlite_cas_us(conn, n), writes, rounds)
+        result = against_floor(str(path), lambda n: sqlite_cas_us(conn, n), writes, rounds,
+                               lambda n: sqlite_cas_logged_us(conn, n))
     finally:
         conn.close()
     return result
@@ -207,7 +239,8 @@ def sqlite_floor(folder: Path, writes: int, rounds: int) -> dict[str, Any]:
 def pg_floor(dsn: str, writes: int, rounds: int) -> dict[str, Any]:
     import psycopg
 
-    StateStore(open_store(dsn)).write_state(KEY, 0, ABSENT_VERSION)
+    with closing(open_store(dsn)) as store:
+        StateStore(store).write_state(KEY, 0, ABSENT_VERSION)
     with psycopg.connect(dsn) as conn:
         return against_floor(dsn, lambda n: pg_cas_us(conn, n), writes, rounds)
 
@@ -234,11 +267,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--pg-dsn", help="benchmark PostgreSQL on this server instead of starting one")
     parser.add_argument("--out", type=Path, default=Path("bench-output/guards.json"))
     ns = parser.parse_args(argv)
+    result: dict[str, Any] = {"load_average_1m_at_start": round(os.getloadavg()[0], 2)}
     dsn, server = postgres(ns)
     try:
         with tempfile.TemporaryDirectory(prefix="bench-guards-") as name:
             folder = Path(name)
-            result: dict[str, Any] = {"sqlite_instrumented": measure(ns.writes, ns.rounds, folder)}
+            result["sqlite_instrumented"] = measure(ns.writes, ns.rounds, folder)
             result["floor"] = {"sqlite": sqlite_floor(folder, ns.writes, ns.rounds)}
             if dsn:
                 result["floor"]["postgresql"] = pg_floor(dsn, ns.writes, ns.rounds)
@@ -254,6 +288,7 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         if server is not None:
             server.stop()
+    result["load_average_1m_at_end"] = round(os.getloadavg()[0], 2)
     report(result)
     ns.out.parent.mkdir(parents=True, exist_ok=True)
     ns.out.write_text(json.dumps(result, indent=2))
@@ -262,6 +297,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def report(result: dict[str, Any]) -> None:
     first = result["sqlite_instrumented"]
+    print(f"load average (1 min): {result['load_average_1m_at_start']} at start, {result['load_average_1m_at_end']} at the end")
     print("guarded writes on SQLite (medians, microseconds per write)")
     print(f"  bare UPDATE of the row              : {first['bare_update_us']:8.2f}")
     print(f"  write_state, telemetry off          : {first['guarded_us']:8.2f}  ({first['ratio_guarded_to_bare']:.2f}x)")
@@ -274,6 +310,9 @@ def report(result: dict[str, Any]) -> None:
     for store, row in result["floor"].items():
         print(f"  {store:<10}: {row['guarded_us']:8.2f} vs {row['floor_us']:8.2f} us = {row['ratio']:.2f}x "
               f"({'met' if row['target_met'] else 'NOT met'})")
+        if "floor_with_log_us" in row:
+            print(f"  {'':<10}  the floor plus the change-log row by hand: {row['floor_with_log_us']:.2f} us "
+                  f"(the guarded write is {row['ratio_to_floor_with_log']:.2f}x that)")
     print(f"\ncontention: {PROCESSES} processes x {THREADS} threads on {HOT_KEYS} hot keys")
     for label, row in result["contention"].items():
         print(f"  {label:<28}: {row['accepted_per_second']:6d} accepted/s  p50 {row['p50_ms']:7.2f} ms  "

@@ -59,6 +59,7 @@ class Server:
     folder: Path
     port: int
     _as_postgres: list[str] = field(default_factory=list)
+    _watchdog: subprocess.Popen[bytes] | None = None
 
     @property
     def dsn(self) -> str:
@@ -105,8 +106,9 @@ class Server:
             f"{' '.join(self._as_postgres)} {self.bin / 'pg_ctl'} -D {self.folder / 'data'} -m immediate stop "
             f">/dev/null 2>&1; rm -rf {self.folder}"
         )
-        subprocess.Popen(["sh", "-c", script], start_new_session=True, stdin=subprocess.DEVNULL,
-                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        # Kept, and reaped by stop(): a Popen dropped while its process runs is a ResourceWarning.
+        self._watchdog = subprocess.Popen(["sh", "-c", script], start_new_session=True, stdin=subprocess.DEVNULL,
+                                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
     def postmaster_pid(self) -> int | None:
         try:
@@ -126,6 +128,10 @@ class Server:
                 except ProcessLookupError:
                     pass
         shutil.rmtree(self.folder, ignore_errors=True)
+        if self._watchdog is not None:  # the server it watches for is gone: end it (our own child)
+            self._watchdog.kill()
+            self._watchdog.wait(timeout=20)
+            self._watchdog = None
 
     def log_tail(self, lines: int = 30) -> str:
         try:

@@ -7,9 +7,10 @@ accepts :class:`~telemetry.guards.SQLiteStore`, with the same envelopes and guar
 - a write transaction takes one transaction-scoped advisory lock first, so writers serialise as
   they do under SQLite's ``BEGIN IMMEDIATE`` and every guard's read-check-write (an idempotency
   claim, a plan's object set, a supersede against a send) holds across hosts; waiting is a queue
-  in the server, not a sleep-and-retry loop. A compare-and-set (``write_state``) is one
-  conditional statement and takes the lock shared: such writers run side by side, ordered by
-  row locks, and still never overlap an exclusive transaction such as a plan commit.
+  in the server, not a sleep-and-retry loop. A compare-and-set (``write_state``) and its
+  change-log row are ONE statement in its own transaction (:meth:`PostgresStore.conditional_write`:
+  one round trip), which takes the lock shared inside itself: such writers run side by side,
+  ordered by row locks, and still never overlap an exclusive transaction such as a plan commit.
 - a read transaction is ``REPEATABLE READ READ ONLY``: one snapshot, never blocked by writers.
 - every value is a bound parameter; the guards' ``?`` placeholders become psycopg's ``%s`` here,
   and their DDL's SQLite types become PostgreSQL's (see :func:`translate_ddl`).
@@ -27,8 +28,7 @@ import atexit
 import os
 import re
 import threading
-import weakref
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from functools import lru_cache
 from typing import Any
@@ -36,13 +36,18 @@ from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
 from ..exceptions import ConfigurationError
 from . import _pg_errors
-from .store import SERVER_SCHEMES, StoreUnavailable
+from .store import SERVER_SCHEMES, WRITE_GATE, StoreUnavailable
 
-__all__ = ["WRITE_LOCK_KEY", "PostgresStore", "map_error", "schema_dsn", "translate_ddl", "translate_sql"]
+__all__ = ["SCHEMA_LOCK_KEY", "WRITE_LOCK_KEY", "PostgresStore", "map_error", "schema_dsn", "translate_ddl", "translate_sql"]
 
 WRITE_LOCK_KEY = 0x6F75_7463_6F6D_6531
 """The advisory lock every write transaction holds (one per database: stores in other schemas of
 the same database share it, which costs contention, never correctness)."""
+
+SCHEMA_LOCK_KEY = WRITE_LOCK_KEY + 1
+"""The advisory lock creating the guards' tables holds. Not the write lock: a compare-and-set
+statement holds its tables' locks before it takes the write lock (inside the statement), and DDL
+on an existing table waits for those table locks, so DDL under the write lock could deadlock."""
 
 map_error = _pg_errors.mapped
 """``map_error(path, exc, lock_timeout)``: the guards' exception for a psycopg error, by SQLSTATE."""
@@ -51,6 +56,11 @@ map_error = _pg_errors.mapped
 _BEGIN_WRITE = f"BEGIN ISOLATION LEVEL READ COMMITTED; SELECT pg_advisory_xact_lock({WRITE_LOCK_KEY})"
 _BEGIN_SHARED = f"BEGIN ISOLATION LEVEL READ COMMITTED; SELECT pg_advisory_xact_lock_shared({WRITE_LOCK_KEY})"
 _BEGIN_READ = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
+_BEGIN_SCHEMA = f"BEGIN ISOLATION LEVEL READ COMMITTED; SELECT pg_advisory_xact_lock({SCHEMA_LOCK_KEY})"
+# The shared write lock as a condition: true, once the lock is held. In a conditional write it is
+# evaluated on the row the statement is about to change, before the change, so the statement
+# waits for an exclusive transaction to end (then re-checks the row, as READ COMMITTED does).
+_SHARED_GATE = f"pg_advisory_xact_lock_shared({WRITE_LOCK_KEY}) IS NOT NULL"
 
 
 class Row(tuple):  # type: ignore[type-arg]
@@ -94,6 +104,14 @@ _DDL_RULES = (
     # Byte order, as SQLite compares: a prefix range (key >= 'a/' AND key < 'a0') then means the same.
     (re.compile(r"\bTEXT\b"), 'TEXT COLLATE "C"'),
 )
+
+
+@lru_cache(maxsize=64)
+def conditional_statement(write: str, log: str) -> str:
+    """``write`` and ``log`` (see :meth:`PostgresStore.conditional_write`) as one data-modifying
+    statement: the log row is inserted from the written row, so it exists exactly when the write
+    happened, and both commit together or not at all."""
+    return translate_sql(f"WITH written AS ({write.replace(WRITE_GATE, _SHARED_GATE)} RETURNING 1) {log} FROM written")
 
 
 def translate_ddl(ddl: str) -> str:
@@ -162,13 +180,19 @@ def describe(conninfo: dict[str, Any]) -> str:
     return f"postgresql://{user}@{host}:{port}/{conninfo.get('dbname') or user}"
 
 
-_LIVE: weakref.WeakSet[PostgresStore] = weakref.WeakSet()
+_LIVE: set[PostgresStore] = set()
+"""Every store of this process whose pool is open, held until ``close()``: a store dropped
+without closing would otherwise leave its pool to the garbage collector, which may run the
+pool's finaliser on one of the pool's own threads (it then fails to join itself and warns)."""
+_LIVE_LOCK = threading.Lock()
 
 
 @atexit.register
 def _close_all() -> None:
     """Close every pool this process opened, before interpreter shutdown tears its threads down."""
-    for store in list(_LIVE):
+    with _LIVE_LOCK:
+        stores = list(_LIVE)
+    for store in stores:
         store.close()
 
 
@@ -225,13 +249,15 @@ class PostgresStore:
         self._pid = os.getpid()
         self._probe()
         self._pool = self._open_pool()
-        _LIVE.add(self)
+        with _LIVE_LOCK:
+            _LIVE.add(self)
 
     @classmethod
     def open_stores(cls) -> list[PostgresStore]:
-        """Every store of this process whose pool is open (close them before discarding, e.g. in a
-        test's teardown: a pool left to the garbage collector warns)."""
-        return [store for store in _LIVE if not store._pool.closed]
+        """Every store of this process not closed yet (each is kept until ``close()`` or interpreter
+        exit, so a test's teardown can close what its test opened, even stores it dropped)."""
+        with _LIVE_LOCK:
+            return [store for store in _LIVE if not store._pool.closed]
 
     def _probe(self) -> None:
         """Connect once, now, so a server that is down or refuses this user is a named error here
@@ -244,7 +270,9 @@ class PostgresStore:
             raise _pg_errors.cannot_connect(self.path, exc, self.connect_timeout) from None
 
     def _open_pool(self) -> Any:
-        from psycopg_pool import ConnectionPool
+        from psycopg_pool import ConnectionPool, PoolTimeout
+
+        self._pool_timeout = PoolTimeout
 
         settings = (
             f"SET statement_timeout = {int(self.statement_timeout * 1000)}; "
@@ -276,19 +304,22 @@ class PostgresStore:
                     self._pid = os.getpid()
         return self._pool
 
-    @contextmanager
-    def _connection(self) -> Iterator[Any]:
-        from psycopg_pool import PoolTimeout
-
+    def _checkout(self) -> tuple[Any, Any]:
+        """The pool and a connection from it (give it back with ``pool.putconn``; the pool
+        discards a broken one and opens a fresh one)."""
         pool = self._current_pool()
         try:
-            raw = pool.getconn()
-        except PoolTimeout as exc:
+            return pool, pool.getconn()
+        except self._pool_timeout as exc:
             raise _pg_errors.unreachable(self.path, exc, self.connect_timeout) from exc
+
+    @contextmanager
+    def _connection(self) -> Iterator[Any]:
+        pool, raw = self._checkout()
         try:
             yield raw
         finally:
-            pool.putconn(raw)  # the pool discards a broken connection and opens a fresh one
+            pool.putconn(raw)
 
     @contextmanager
     def _transaction(self, begin: str) -> Iterator[Connection]:
@@ -338,25 +369,43 @@ class PostgresStore:
 
     def query_one(self, sql: str, params: tuple[object, ...] = ()) -> Any:
         """One read statement, atomically (autocommit); the row or None."""
-        with self._connection() as raw:
-            try:
-                return raw.execute(translate_sql(sql), params).fetchone()
-            except Exception as exc:
-                mapped = _pg_errors.mapped(self.path, exc, self.lock_timeout)
-                if mapped is exc:
-                    raise
-                raise mapped from exc
+        return self._alone(translate_sql(sql), params, lambda cursor: cursor.fetchone())
+
+    def conditional_write(self, write: str, params: tuple[object, ...], log: str, log_params: tuple[object, ...]) -> bool:
+        """``write`` and, when it changed one row, ``log``, as ONE statement in its own transaction
+        (autocommit): one round trip. The shared write lock is taken inside it, where ``write``
+        names :data:`~telemetry.guards.store.WRITE_GATE`, and released at its end. See
+        :meth:`telemetry.guards.store.Store.conditional_write`."""
+        sql = conditional_statement(write, log)
+        return bool(self._alone(sql, (*params, *log_params), lambda cursor: cursor.rowcount == 1))
+
+    def _alone(self, sql: str, params: tuple[object, ...], result: Callable[[Any], Any]) -> Any:
+        """Run one (already translated) statement as its own transaction; ``result`` of its cursor,
+        taken before the connection goes back to the pool."""
+        pool, raw = self._checkout()  # no context manager: this is every write's path
+        try:
+            return result(raw.execute(sql, params))
+        except Exception as exc:
+            mapped = _pg_errors.mapped(self.path, exc, self.lock_timeout)
+            if mapped is exc:
+                raise
+            raise mapped from exc
+        finally:
+            pool.putconn(raw)
 
     def ensure_schema(self, name: str, ddl: str) -> None:
-        """Create a guard's tables once per store, under the write lock (concurrent ``CREATE TABLE
-        IF NOT EXISTS`` from several hosts would otherwise race in PostgreSQL's catalog)."""
+        """Create a guard's tables once per store, under :data:`SCHEMA_LOCK_KEY` (concurrent
+        ``CREATE TABLE IF NOT EXISTS`` from several hosts would otherwise race in PostgreSQL's
+        catalog); writers already running only wait for it, as it waits for them."""
         if name in self._schemas:
             return
-        with self.transaction() as conn:
+        with self._transaction(_BEGIN_SCHEMA) as conn:
             conn.script(translate_ddl(ddl))
         self._schemas.add(name)
 
     def close(self) -> None:
-        """Close the pool (every connection of this process)."""
+        """Close the pool (every connection of this process) and let the store go."""
         if os.getpid() == self._pid and not self._pool.closed:
             self._pool.close(timeout=5)
+        with _LIVE_LOCK:
+            _LIVE.discard(self)

@@ -22,7 +22,7 @@ from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 
 from ..exceptions import ConfigurationError
-from .store import StoreBusy, StoreUnavailable
+from .store import StoreBusy, StoreUnavailable, ungated
 
 __all__ = ["BUSY_TIMEOUT_MS", "SQLiteStore", "StoreBusy", "StoreUnavailable", "error_code", "map_error"]
 
@@ -200,6 +200,16 @@ class SQLiteStore:
                     raise
                 raise mapped from exc
             return row
+
+    def conditional_write(self, write: str, params: tuple[object, ...], log: str, log_params: tuple[object, ...]) -> bool:
+        """``write`` and, when it changed one row, ``log``, in one ``BEGIN IMMEDIATE`` transaction
+        (SQLite cannot write inside a WITH clause); whether it wrote. See
+        :meth:`telemetry.guards.store.Store.conditional_write`."""
+        with self._transaction("BEGIN IMMEDIATE") as conn:
+            if conn.execute(ungated(write), params).rowcount != 1:
+                return False
+            conn.execute(log, log_params)
+        return True
 
     def ensure_schema(self, name: str, ddl: str) -> None:
         """Create a guard's tables once per store (``ddl`` must be idempotent: IF NOT EXISTS)."""

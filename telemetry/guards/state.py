@@ -3,8 +3,9 @@
 Every key carries an opaque version token. ``read_state`` returns the value with its token;
 ``write_state`` must pass the token it read back as ``expected_version`` and is refused when the
 key moved since (another agent wrote first). The comparison and the write are one conditional
-``UPDATE ... WHERE version = ?`` inside a write transaction, so two writers that read the same
-version can never both win, across threads, processes and (on PostgreSQL) hosts.
+``UPDATE ... WHERE version = ?``, committed with its change-log row or not at all (on
+PostgreSQL both are one statement), so two writers that read the same version can never both
+win, across threads, processes and (on PostgreSQL) hosts.
 
 Tokens are random strings, never integers, so a model cannot guess the next one by arithmetic.
 A missing key reads as :data:`ABSENT_VERSION`; a create passes that token, so
@@ -34,9 +35,12 @@ from ..exceptions import GuardError
 from . import validation
 from .validation import BadInput
 from .envelope import refusal, refuse_when_busy, success
-from .store import Connection, Store, require_store
+from .store import WRITE_GATE, Connection, Store, require_store, ungated
 
-__all__ = ["ABSENT_VERSION", "DEFAULT_CHANGE_RETENTION", "JSONValue", "StateStore", "current_row", "persisted", "put"]
+__all__ = [
+    "ABSENT_VERSION", "DEFAULT_CHANGE_RETENTION", "JSONValue", "StateStore", "current_row", "persisted", "put", "put_alone",
+    "stored_row",
+]
 
 ABSENT_VERSION: Final = "absent"
 """The version token of a key that does not exist: ``read_state`` returns it for a missing key,
@@ -90,8 +94,41 @@ def current_row(conn: Connection, key: str) -> tuple[str, str] | None:
     own transaction (``with store.transaction() as conn:``) over the state table: seeding a
     database, a migration, the demo's unguarded legacy tools. Neither is instrumented.
     """
-    row = conn.execute("SELECT value, version FROM guard_state WHERE key = ?", (key,)).fetchone()
+    row = conn.execute(_CURRENT, (key,)).fetchone()
     return None if row is None else (row[0], row[1])
+
+
+# A compare-and-set and its change-log row. WRITE_GATE is where a store running the write on
+# its own takes its lock (see Store.conditional_write); inside a transaction it is plain truth.
+_CREATE = (
+    "INSERT INTO guard_state (key, value, version, updated_at, updated_by) SELECT ?, ?, ?, ?, ? "
+    f"WHERE {WRITE_GATE} ON CONFLICT (key) DO NOTHING"
+)
+_UPDATE = (
+    "UPDATE guard_state SET value = ?, version = ?, updated_at = ?, updated_by = ? "
+    f"WHERE key = ? AND version = ? AND {WRITE_GATE}"
+)
+_LOG = (
+    "INSERT INTO guard_changes (key, version, previous_version, value_hash, actor, change_ref, forced, at) "
+    "SELECT ?, ?, ?, ?, ?, ?, ?, ?"
+)
+_CURRENT = "SELECT value, version FROM guard_state WHERE key = ?"
+
+
+def _change(
+    key: str, value_json: str, previous_version: str, actor: str | None, change_ref: str | None, forced: bool
+) -> tuple[str, str, tuple[object, ...], tuple[object, ...]]:
+    """The new version, and the write and log statements' parameters, of one compare-and-set."""
+    version = new_version()
+    now = time.time()
+    if previous_version == ABSENT_VERSION:
+        write = _CREATE
+        params: tuple[object, ...] = (key, value_json, version, now, actor)
+    else:
+        write = _UPDATE
+        params = (value_json, version, now, actor, key, previous_version)
+    log = (key, version, previous_version, validation.digest(value_json), actor, change_ref, int(forced), now)
+    return version, write, params, log
 
 
 def put(
@@ -110,27 +147,24 @@ def put(
     at ``previous_version`` (nothing is written then). The condition is part of the one
     statement that writes, so the guarantee holds even without the surrounding lock.
     """
-    version = new_version()
-    now = time.time()
-    if previous_version == ABSENT_VERSION:
-        cursor = conn.execute(
-            "INSERT INTO guard_state (key, value, version, updated_at, updated_by) VALUES (?, ?, ?, ?, ?) "
-            "ON CONFLICT (key) DO NOTHING",
-            (key, value_json, version, now, actor),
-        )
-    else:
-        cursor = conn.execute(
-            "UPDATE guard_state SET value = ?, version = ?, updated_at = ?, updated_by = ? WHERE key = ? AND version = ?",
-            (value_json, version, now, actor, key, previous_version),
-        )
-    if cursor.rowcount != 1:
+    version, write, params, log = _change(key, value_json, previous_version, actor, change_ref, forced)
+    if conn.execute(ungated(write), params).rowcount != 1:
         return None
-    conn.execute(
-        "INSERT INTO guard_changes (key, version, previous_version, value_hash, actor, change_ref, forced, at) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-        (key, version, previous_version, validation.digest(value_json), actor, change_ref, int(forced), now),
-    )
+    conn.execute(_LOG, log)
     return version
+
+
+def put_alone(store: Store, key: str, value_json: str, previous_version: str, *, actor: str | None) -> str | None:
+    """:func:`put` as a transaction of its own, in the fewest round trips ``store`` can make it
+    (:meth:`~telemetry.guards.store.Store.conditional_write`): the new version, or None."""
+    version, write, params, log = _change(key, value_json, previous_version, actor, None, False)
+    return version if store.conditional_write(write, params, _LOG, log) else None
+
+
+def stored_row(store: Store, key: str) -> tuple[str, str] | None:
+    """``(value_json, version)`` of ``key`` now (one atomic read), or None when absent."""
+    row = store.query_one(_CURRENT, (key,))
+    return None if row is None else (row[0], row[1])
 
 
 def persisted(store: Store, key: str, version: str, value_json: str) -> bool:
@@ -138,7 +172,7 @@ def persisted(store: Store, key: str, version: str, value_json: str) -> bool:
 
     When a later write already replaced it, the change log says what that version held.
     """
-    row = store.query_one("SELECT value, version FROM guard_state WHERE key = ?", (key,))
+    row = stored_row(store, key)
     if row is not None and row[1] == version:
         return bool(row[0] == value_json)
     # The append-only change log says what a since-replaced version held. No index on version
@@ -215,8 +249,7 @@ class StateStore:
         except BadInput as bad:
             _record_what_is_valid(call, {c.STATE_KEY: key, c.GEN_AI_AGENT_ID: agent_id})
             return bad.envelope
-        with self.store.read() as conn:
-            row = current_row(conn, key)
+        row = stored_row(self.store, key)  # one statement: one snapshot
         value_json, version = row if row is not None else ("null", ABSENT_VERSION)
         call.set_attributes({c.STATE_KEY: key, c.STATE_VERSION_READ: version, c.GEN_AI_AGENT_ID: agent_id})
         return success(key=key, value=json.loads(value_json), version=version, exists=row is not None)
@@ -246,13 +279,11 @@ class StateStore:
             return bad.envelope
         attributes = {c.STATE_KEY: key, c.STATE_VERSION_EXPECTED: expected_version, c.GEN_AI_AGENT_ID: agent_id}
         try:
-            # Shared: the conditional write is the only check, so writers of other keys (and, on a
-            # server, of this key: its row lock orders them) need not wait for each other.
-            with self.store.transaction(exclusive=False) as conn:
-                # The conditional write is the check: when it wrote, the version at check time
-                # was expected_version; when it did not, read what the key is at instead.
-                written = put(conn, key, value_json, expected_version, actor=agent_id)
-                row = current_row(conn, key) if written is None else None
+            # The conditional write is the check: when it wrote, the version at check time was
+            # expected_version; when it did not, read what the key is at now instead. It runs
+            # beside other such writes (on a server, the row lock orders writers of one key).
+            written = put_alone(self.store, key, value_json, expected_version, actor=agent_id)
+            row = stored_row(self.store, key) if written is None else None
             if written is None:
                 attributes[c.STATE_VERSION_CURRENT] = row[1] if row is not None else ABSENT_VERSION
             else:

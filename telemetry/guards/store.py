@@ -1,8 +1,8 @@
 """What a guard needs from its store, and the two ways a store can fail.
 
 Every guard talks to its store through :class:`Store` alone: ``transaction()`` for writes,
-``read()`` for a consistent snapshot, ``query_one()`` for one lookup, ``ensure_schema()`` at
-start-up. :class:`~telemetry.guards.SQLiteStore` and :class:`~telemetry.guards.PostgresStore`
+``read()`` for a consistent snapshot, ``query_one()`` for one lookup, ``conditional_write()`` for
+a compare-and-set with its change-log row (the hot path), ``ensure_schema()`` at start-up. :class:`~telemetry.guards.SQLiteStore` and :class:`~telemetry.guards.PostgresStore`
 implement it; another backend implements the same methods and maps its own errors onto the same
 exceptions. The connection a transaction yields takes ``execute(sql, params)`` (and
 ``executemany``) with ``?`` placeholders and returns a cursor whose rows read by position and by
@@ -21,11 +21,29 @@ translates what differs (placeholders, column types) itself:
 from __future__ import annotations
 
 from contextlib import AbstractContextManager
-from typing import Any, Protocol, runtime_checkable
+from functools import lru_cache
+from typing import Any, Final, Protocol, runtime_checkable
 
 from ..exceptions import ConfigurationError, GuardError
 
-__all__ = ["SERVER_SCHEMES", "Connection", "Store", "StoreBusy", "StoreDisconnected", "StoreUnavailable", "open_store", "require_store"]
+__all__ = [
+    "SERVER_SCHEMES", "WRITE_GATE", "Connection", "Store", "StoreBusy", "StoreDisconnected", "StoreUnavailable",
+    "open_store", "require_store", "ungated",
+]
+
+WRITE_GATE: Final = "{gate}"
+"""Where a :meth:`Store.conditional_write` statement's condition lets the store take its lock.
+
+Each store replaces it with a boolean expression that is true: SQLite with ``1`` (its ``BEGIN
+IMMEDIATE`` already holds the lock), PostgreSQL with a call taking the shared write lock, so the
+lock is taken inside the one statement, before the row is written. Inside an explicit
+transaction, :func:`ungated` replaces it with plain truth."""
+
+
+@lru_cache(maxsize=64)
+def ungated(sql: str) -> str:
+    """``sql`` with :data:`WRITE_GATE` as plain truth: for a transaction that already holds the lock."""
+    return sql.replace(WRITE_GATE, "1 = 1")
 
 
 class StoreBusy(GuardError):
@@ -101,6 +119,18 @@ class Store(Protocol):
 
     def query_one(self, sql: str, params: tuple[object, ...] = ()) -> Any:
         """One read statement, atomically; the row or None."""
+
+    def conditional_write(self, write: str, params: tuple[object, ...], log: str, log_params: tuple[object, ...]) -> bool:
+        """``write`` and, only when it changed exactly one row, ``log``, atomically; whether it wrote.
+
+        A compare-and-set and its change-log row in as few round trips as the store can make
+        them (PostgreSQL: one statement; SQLite: one ``BEGIN IMMEDIATE`` transaction). ``write``
+        is one conditional statement (``UPDATE ... WHERE ...``, or ``INSERT ... SELECT ... WHERE
+        ... ON CONFLICT DO NOTHING``) whose condition includes :data:`WRITE_GATE`; ``log`` is an
+        ``INSERT INTO table (columns) SELECT ?, ...`` without a FROM clause. It runs as
+        ``transaction(exclusive=False)`` would: beside other such writes, never overlapping an
+        exclusive transaction.
+        """
 
     def ensure_schema(self, name: str, ddl: str) -> None:
         """Create a guard's tables once per store (idempotent DDL)."""
