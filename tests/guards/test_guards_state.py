@@ -247,3 +247,25 @@ def test_a_locked_store_is_a_retryable_refusal_and_the_thread_recovers(tmp_path:
     assert telemetry_capture.spans("write_state")[-1].attributes[c.TOOL_OUTCOME] == c.OUTCOME_RATE_LIMITED
     assert state.read_state("k")["value"] == 1
     assert state.write_state("k", 2, first["version"])["ok"] is True
+
+
+def test_a_conditional_write_logs_exactly_when_it_writes(state: StateStore) -> None:
+    """Store.conditional_write, on both stores: the log row is there when the write changed the row
+    and absent when the condition failed (a stale update, a create of an existing key), and the
+    guards' hostile-looking values stay bound parameters."""
+    from telemetry.guards.state import put_alone
+
+    hostile = "k'); DELETE FROM guard_changes; --%s?"
+    first = put_alone(state.store, hostile, '"a"', ABSENT_VERSION, actor="x?%s")
+    assert first is not None
+    assert put_alone(state.store, hostile, '"b"', ABSENT_VERSION, actor="x") is None  # exists
+    assert put_alone(state.store, hostile, '"b"', "ver_not_it", actor="x") is None  # stale
+    second = put_alone(state.store, hostile, '"b"', first, actor="y")
+    assert second is not None
+    logged = state.store.query_one(
+        "SELECT count(*), max(actor), min(actor) FROM guard_changes WHERE key = ?", (hostile,)
+    )
+    assert tuple(logged) == (2, "y", "x?%s")
+    assert state.read_state(hostile) | {"version": None} == {
+        "ok": True, "key": hostile, "value": "b", "version": None, "exists": True
+    }
