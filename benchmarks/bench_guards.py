@@ -11,7 +11,8 @@
 
 2. Each store's guarded write (telemetry off) against the hand-written compare-and-set a user
    would write instead on the same database: a transaction with ``UPDATE ... WHERE key = ? AND
-   version = ?`` (``BEGIN IMMEDIATE`` on SQLite; psycopg's ``conn.transaction()`` on PostgreSQL).
+   version = ?`` (``BEGIN IMMEDIATE`` on SQLite; on PostgreSQL, a connection from a psycopg_pool
+   pool of the store's default size whose block commits, and the same on a dedicated connection).
    On SQLite also that transaction plus an ``INSERT`` of the change-log row, by hand: what the
    row itself costs, apart from the guard's Python.
 
@@ -135,6 +136,24 @@ def sqlite_cas_logged_us(conn: sqlite3.Connection, writes: int) -> float:
     return (time.perf_counter() - start) / writes * 1e6
 
 
+def pg_pooled_cas_us(pool: Any, writes: int) -> float:
+    """The hand-written compare-and-set through psycopg_pool: a connection per write, whose block
+    commits the conditional UPDATE's transaction on exit."""
+    with pool.connection() as conn:
+        version = conn.execute("SELECT version FROM guard_state WHERE key = %s", (KEY,)).fetchone()[0]
+    start = time.perf_counter()
+    for i in range(writes):
+        new = f"pool_{i}"
+        with pool.connection() as conn:
+            cursor = conn.execute(
+                "UPDATE guard_state SET value = %s, version = %s WHERE key = %s AND version = %s",
+                (str(i), new, KEY, version),
+            )
+        assert cursor.rowcount == 1
+        version = new
+    return (time.perf_counter() - start) / writes * 1e6
+
+
 def pg_cas_us(conn: Any, writes: int) -> float:
     """The hand-written compare-and-set on PostgreSQL: psycopg's transaction, a conditional UPDATE."""
     version = conn.execute("SELECT version FROM guard_state WHERE key = %s", (KEY,)).fetchone()[0]
@@ -152,13 +171,13 @@ def pg_cas_us(conn: Any, writes: int) -> float:
     return (time.perf_counter() - start) / writes * 1e6
 
 
-def against_floor(target: str, floor: Any, writes: int, rounds: int, logged: Any = None) -> dict[str, Any]:
-    """``write_state`` (telemetry off) and the store's floor on one row, alternating rounds (and,
-    when given, the floor plus a hand-written change-log row)."""
+def against_floor(target: str, floor: Any, writes: int, rounds: int, extras: dict[str, Any] | None = None) -> dict[str, Any]:
+    """``write_state`` (telemetry off) and the store's floor on one row, alternating rounds; each
+    of ``extras`` (another hand-written variant) is timed in the same rounds, reported beside."""
     with closing(open_store(target)) as store:
         state = StateStore(store)
         state.write_state(KEY, 0, ABSENT_VERSION)
-        sides = {"guarded": lambda n: guarded_us(state, n), "floor": floor, **({"logged": logged} if logged else {})}
+        sides = {"guarded": lambda n: guarded_us(state, n), "floor": floor, **(extras or {})}
         times: dict[str, list[float]] = {name: [] for name in sides}
         for run in sides.values():
             run(writes // 4)
@@ -168,9 +187,10 @@ def against_floor(target: str, floor: Any, writes: int, rounds: int, logged: Any
     g, f = statistics.median(times["guarded"]), statistics.median(times["floor"])
     result = {"guarded_us": round(g, 2), "floor_us": round(f, 2), "ratio": round(g / f, 2),
               "target_met": g / f <= TARGET_FLOOR_RATIO}
-    if logged:
-        by_hand = statistics.median(times["logged"])
-        result.update(floor_with_log_us=round(by_hand, 2), ratio_to_floor_with_log=round(g / by_hand, 2))
+    for name in extras or {}:
+        other = statistics.median(times[name])
+        result[f"{name}_us"] = round(other, 2)
+        result[f"ratio_to_{name}"] = round(g / other, 2)
     return result
 
 
@@ -230,19 +250,24 @@ def sqlite_floor(folder: Path, writes: int, rounds: int) -> dict[str, Any]:
     _, conn = sqlite_side(path)
     try:
         result = against_floor(str(path), lambda n: sqlite_cas_us(conn, n), writes, rounds,
-                               lambda n: sqlite_cas_logged_us(conn, n))
+                               {"floor_with_log": lambda n: sqlite_cas_logged_us(conn, n)})
     finally:
         conn.close()
     return result
 
 
 def pg_floor(dsn: str, writes: int, rounds: int) -> dict[str, Any]:
+    """The PostgreSQL floor is what a psycopg user writes with a pool of the store's default size;
+    the same transaction on a connection of its own (no pool) is timed beside it."""
     import psycopg
+    from psycopg_pool import ConnectionPool
 
     with closing(open_store(dsn)) as store:
         StateStore(store).write_state(KEY, 0, ABSENT_VERSION)
-    with psycopg.connect(dsn) as conn:
-        return against_floor(dsn, lambda n: pg_cas_us(conn, n), writes, rounds)
+        size = store.max_connections  # type: ignore[attr-defined]
+    with psycopg.connect(dsn) as conn, ConnectionPool(dsn, min_size=1, max_size=size, open=True) as pool:
+        return against_floor(dsn, lambda n: pg_pooled_cas_us(pool, n), writes, rounds,
+                             {"floor_dedicated_connection": lambda n: pg_cas_us(conn, n)})
 
 
 def postgres(ns: argparse.Namespace) -> tuple[str | None, Any]:
@@ -313,6 +338,9 @@ def report(result: dict[str, Any]) -> None:
         if "floor_with_log_us" in row:
             print(f"  {'':<10}  the floor plus the change-log row by hand: {row['floor_with_log_us']:.2f} us "
                   f"(the guarded write is {row['ratio_to_floor_with_log']:.2f}x that)")
+        if "floor_dedicated_connection_us" in row:
+            print(f"  {'':<10}  the floor on a connection of its own, no pool: {row['floor_dedicated_connection_us']:.2f} us "
+                  f"(the guarded write is {row['ratio_to_floor_dedicated_connection']:.2f}x that)")
     print(f"\ncontention: {PROCESSES} processes x {THREADS} threads on {HOT_KEYS} hot keys")
     for label, row in result["contention"].items():
         print(f"  {label:<28}: {row['accepted_per_second']:6d} accepted/s  p50 {row['p50_ms']:7.2f} ms  "
