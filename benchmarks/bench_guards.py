@@ -100,40 +100,29 @@ def noop_us(writes: int) -> float:
     return (time.perf_counter() - start) / writes * 1e6
 
 
-def sqlite_cas_us(conn: sqlite3.Connection, writes: int) -> float:
-    """The hand-written compare-and-set on SQLite: BEGIN IMMEDIATE, a conditional UPDATE, COMMIT."""
+def sqlite_cas_us(conn: sqlite3.Connection, writes: int, *, log: bool = False) -> float:
+    """The hand-written compare-and-set on SQLite: BEGIN IMMEDIATE, a conditional UPDATE, COMMIT;
+    with ``log``, plus the change-log row the guard appends, by hand, in the same transaction."""
     version = conn.execute("SELECT version FROM guard_state WHERE key = ?", (KEY,)).fetchone()[0]
     start = time.perf_counter()
     for i in range(writes):
-        new = f"cas_{i}"
+        new = f"cas_{i}_{log}"
         conn.execute("BEGIN IMMEDIATE")
         cursor = conn.execute(
             "UPDATE guard_state SET value = ?, version = ? WHERE key = ? AND version = ?", (str(i), new, KEY, version)
         )
+        if log:
+            conn.execute(
+                "INSERT INTO guard_changes (key, version, previous_version, value_hash, actor, change_ref, forced, at) "
+                "VALUES (?, ?, ?, ?, NULL, NULL, 0, ?)", (KEY, new, version, "0" * 64, time.time())
+            )
         conn.execute("COMMIT")
         assert cursor.rowcount == 1
         version = new
     return (time.perf_counter() - start) / writes * 1e6
 
 
-def sqlite_cas_logged_us(conn: sqlite3.Connection, writes: int) -> float:
-    """The SQLite floor plus the change-log row the guard appends, by hand, in the same transaction."""
-    version = conn.execute("SELECT version FROM guard_state WHERE key = ?", (KEY,)).fetchone()[0]
-    start = time.perf_counter()
-    for i in range(writes):
-        new = f"log_{i}"
-        conn.execute("BEGIN IMMEDIATE")
-        cursor = conn.execute(
-            "UPDATE guard_state SET value = ?, version = ? WHERE key = ? AND version = ?", (str(i), new, KEY, version)
-        )
-        conn.execute(
-            "INSERT INTO guard_changes (key, version, previous_version, value_hash, actor, change_ref, forced, at) "
-            "VALUES (?, ?, ?, ?, NULL, NULL, 0, ?)", (KEY, new, version, "0" * 64, time.time())
-        )
-        conn.execute("COMMIT")
-        assert cursor.rowcount == 1
-        version = new
-    return (time.perf_counter() - start) / writes * 1e6
+PG_CAS = "UPDATE guard_state SET value = %s, version = %s WHERE key = %s AND version = %s"
 
 
 def pg_pooled_cas_us(pool: Any, writes: int) -> float:
@@ -145,10 +134,7 @@ def pg_pooled_cas_us(pool: Any, writes: int) -> float:
     for i in range(writes):
         new = f"pool_{i}"
         with pool.connection() as conn:
-            cursor = conn.execute(
-                "UPDATE guard_state SET value = %s, version = %s WHERE key = %s AND version = %s",
-                (str(i), new, KEY, version),
-            )
+            cursor = conn.execute(PG_CAS, (str(i), new, KEY, version))
         assert cursor.rowcount == 1
         version = new
     return (time.perf_counter() - start) / writes * 1e6
@@ -162,10 +148,7 @@ def pg_cas_us(conn: Any, writes: int) -> float:
     for i in range(writes):
         new = f"cas_{i}"
         with conn.transaction():
-            cursor = conn.execute(
-                "UPDATE guard_state SET value = %s, version = %s WHERE key = %s AND version = %s",
-                (str(i), new, KEY, version),
-            )
+            cursor = conn.execute(PG_CAS, (str(i), new, KEY, version))
         assert cursor.rowcount == 1
         version = new
     return (time.perf_counter() - start) / writes * 1e6
@@ -250,7 +233,7 @@ def sqlite_floor(folder: Path, writes: int, rounds: int) -> dict[str, Any]:
     _, conn = sqlite_side(path)
     try:
         result = against_floor(str(path), lambda n: sqlite_cas_us(conn, n), writes, rounds,
-                               {"floor_with_log": lambda n: sqlite_cas_logged_us(conn, n)})
+                               {"floor_with_log": lambda n: sqlite_cas_us(conn, n, log=True)})
     finally:
         conn.close()
     return result
