@@ -2,8 +2,8 @@
 
 Every guard talks to its store through :class:`Store` alone: ``transaction()`` for writes,
 ``read()`` for a consistent snapshot, ``query_one()`` for one lookup, ``conditional_write()`` for
-a compare-and-set with its change-log row (the hot path), ``ensure_schema()`` at start-up. :class:`~telemetry.guards.SQLiteStore` and :class:`~telemetry.guards.PostgresStore`
-implement it; another backend implements the same methods and maps its own errors onto the same
+a compare-and-set with its change-log row (the hot path), ``ensure_schema()`` at start-up.
+:class:`~telemetry.guards.SQLiteStore` and :class:`~telemetry.guards.PostgresStore` implement it; another backend implements the same methods and maps its own errors onto the same
 exceptions. The connection a transaction yields takes ``execute(sql, params)`` (and
 ``executemany``) with ``?`` placeholders and returns a cursor whose rows read by position and by
 column name; the guards write SQL both dialects accept (``INSERT ... ON CONFLICT``), and a store
@@ -34,10 +34,10 @@ __all__ = [
 WRITE_GATE: Final = "{gate}"
 """Where a :meth:`Store.conditional_write` statement's condition lets the store take its lock.
 
-Each store replaces it with a boolean expression that is true: SQLite with ``1`` (its ``BEGIN
-IMMEDIATE`` already holds the lock), PostgreSQL with a call taking the shared write lock, so the
-lock is taken inside the one statement, before the row is written. Inside an explicit
-transaction, :func:`ungated` replaces it with plain truth."""
+Each store replaces it with a boolean expression that is true: SQLite with plain truth
+(:func:`ungated`: its ``BEGIN IMMEDIATE`` already holds the lock), PostgreSQL with a call that
+takes the shared write lock, so the lock is taken inside the one statement, before the row is
+written. Inside an explicit transaction, which holds the lock already, it is plain truth too."""
 
 
 @lru_cache(maxsize=64)
