@@ -35,7 +35,7 @@ from typing import Any
 from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
 from ..exceptions import ConfigurationError
-from . import _pg_errors
+from . import _pg_errors, _pg_pool
 from .store import SERVER_SCHEMES, WRITE_GATE, StoreUnavailable
 
 __all__ = ["SCHEMA_LOCK_KEY", "WRITE_LOCK_KEY", "PostgresStore", "map_error", "schema_dsn", "translate_ddl", "translate_sql"]
@@ -182,14 +182,14 @@ def describe(conninfo: dict[str, Any]) -> str:
 
 _LIVE: set[PostgresStore] = set()
 """Every store of this process whose pool is open, held until ``close()``: a store dropped
-without closing would otherwise leave its pool to the garbage collector, which may run the
-pool's finaliser on one of the pool's own threads (it then fails to join itself and warns)."""
+without closing would otherwise leave its connections to the garbage collector (each warns that
+it was deleted while open), and a test's teardown could not close what its test dropped."""
 _LIVE_LOCK = threading.Lock()
 
 
 @atexit.register
 def _close_all() -> None:
-    """Close every pool this process opened, before interpreter shutdown tears its threads down."""
+    """Close every pool this process opened, so the server sees each session end cleanly."""
     with _LIVE_LOCK:
         stores = list(_LIVE)
     for store in stores:
@@ -220,12 +220,9 @@ class PostgresStore:
     ) -> None:
         try:
             import psycopg  # noqa: F401
-            import psycopg_pool  # noqa: F401
             from psycopg.conninfo import conninfo_to_dict
         except ImportError:
-            raise ConfigurationError(
-                "PostgresStore needs psycopg 3 and psycopg_pool: pip install 'outcome-telemetry[postgres]'"
-            ) from None
+            raise ConfigurationError("PostgresStore needs psycopg 3: pip install 'outcome-telemetry[postgres]'") from None
         if not isinstance(dsn, str) or not dsn.strip():
             raise ConfigurationError(f"PostgresStore needs a connection string such as postgresql://user@host/db, got {dsn!r}")
         try:
@@ -269,34 +266,29 @@ class PostgresStore:
         except psycopg.Error as exc:
             raise _pg_errors.cannot_connect(self.path, exc, self.connect_timeout) from None
 
-    def _open_pool(self) -> Any:
-        from psycopg_pool import ConnectionPool, PoolTimeout
-
-        self._pool_timeout = PoolTimeout
+    def _open_pool(self) -> _pg_pool.Pool:
+        import psycopg
 
         settings = (
             f"SET statement_timeout = {int(self.statement_timeout * 1000)}; "
             f"SET lock_timeout = {int(self.lock_timeout * 1000)}; "
             f"SET idle_in_transaction_session_timeout = {int(self.statement_timeout * 2000)}"
         )
+        seconds = max(1, round(self.connect_timeout))
+        self._unreachable = (_pg_pool.PoolExhausted, psycopg.OperationalError)  # no connection to be had
 
-        def configure(conn: Any) -> None:
-            conn.execute(settings)
+        def connect() -> Any:
+            conn = psycopg.connect(self.dsn, autocommit=True, row_factory=_row_factory, connect_timeout=seconds)
+            try:
+                conn.execute(settings)
+            except BaseException:
+                conn.close()
+                raise
+            return conn
 
-        pool = ConnectionPool(
-            self.dsn,
-            kwargs={"autocommit": True, "row_factory": _row_factory, "connect_timeout": max(1, round(self.connect_timeout))},
-            min_size=1,
-            max_size=self.max_connections,
-            timeout=self.connect_timeout,
-            configure=configure,
-            open=False,
-            name=f"outcome-telemetry {self.path}",
-        )
-        pool.open(wait=False)
-        return pool
+        return _pg_pool.Pool(connect, max_size=self.max_connections, timeout=self.connect_timeout)
 
-    def _current_pool(self) -> Any:
+    def _current_pool(self) -> _pg_pool.Pool:
         if os.getpid() != self._pid:  # forked: never share the parent's connections
             with self._lock:
                 if os.getpid() != self._pid:
@@ -304,13 +296,13 @@ class PostgresStore:
                     self._pid = os.getpid()
         return self._pool
 
-    def _checkout(self) -> tuple[Any, Any]:
-        """The pool and a connection from it (give it back with ``pool.putconn``; the pool
-        discards a broken one and opens a fresh one)."""
+    def _checkout(self) -> tuple[_pg_pool.Pool, Any]:
+        """The pool and a connection from it (give it back with ``pool.putconn``, which closes
+        a broken one; the next checkout opens a fresh one)."""
         pool = self._current_pool()
         try:
             return pool, pool.getconn()
-        except self._pool_timeout as exc:
+        except self._unreachable as exc:
             raise _pg_errors.unreachable(self.path, exc, self.connect_timeout) from exc
 
     @contextmanager
@@ -406,6 +398,6 @@ class PostgresStore:
     def close(self) -> None:
         """Close the pool (every connection of this process) and let the store go."""
         if os.getpid() == self._pid and not self._pool.closed:
-            self._pool.close(timeout=5)
+            self._pool.close()
         with _LIVE_LOCK:
             _LIVE.discard(self)

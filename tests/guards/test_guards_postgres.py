@@ -307,3 +307,46 @@ def test_a_store_opened_while_writes_wait_on_the_lock_neither_deadlocks_nor_fail
         assert _finished(write, write_box)["ok"] is True
     late = _finished(opened, opened_box)
     assert late.read_state("k")["value"] == 2
+
+
+def test_the_pool_is_bounded_and_a_wait_past_connect_timeout_is_rate_limited(pg_url: str) -> None:
+    """max_connections bounds a process's sessions however many threads write; when every one
+    stays in use past connect_timeout, a write answers rate_limited (retry) and writes nothing."""
+    store = PostgresStore(pg_url, max_connections=2, connect_timeout=0.3)
+    state = StateStore(store)
+    for i in range(8):
+        state.write_state(f"k{i}", 0, ABSENT_VERSION)
+    workers = [_started(lambda i=i: [state.write_state(f"k{i}", n + 1, state.read_state(f"k{i}")["version"])
+                                     for n in range(20)]) for i in range(8)]
+    for worker, box in workers:
+        assert all(answer["ok"] for answer in _finished(worker, box))
+    with psycopg.connect(pg_url, autocommit=True) as watcher:
+        sessions = watcher.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()"
+        ).fetchone()[0]
+    assert sessions <= 2
+    version = state.read_state("k0")["version"]
+    release = threading.Event()
+
+    def hold() -> None:
+        with store.transaction(), store.read():
+            release.wait(BOUND_SECONDS)
+
+    holder, held = _started(hold)
+    try:
+        _wait_for(lambda: store._pool._idle == [], "both connections checked out")  # type: ignore[attr-defined]
+        refused = _bounded(lambda: state.write_state("k0", 99, version))
+    finally:
+        release.set()
+    _finished(holder, held)
+    assert refused["error"] == c.OUTCOME_RATE_LIMITED and refused["retry"] is True
+    assert "connect_timeout" in refused["message"]
+    assert state.read_state("k0")["value"] == 20
+
+
+def _wait_for(condition: Any, what: str) -> None:
+    for _ in range(BOUND_SECONDS * 20):
+        if condition():
+            return
+        threading.Event().wait(0.05)
+    raise AssertionError(f"never: {what}")
