@@ -39,7 +39,7 @@ PYTEST_WORKERS ?= auto
 PYTEST_PLUGINS := -p pytest_asyncio.plugin -p anyio.pytest_plugin -p _hypothesis_pytestplugin -p xdist.plugin -p pytest_outcome_telemetry
 
 test: $(STAMP)
-	PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 $(PY) -m pytest $(PYTEST_PLUGINS) -n $(PYTEST_WORKERS) $(PYTEST_ARGS)
+	PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 $(PY) -m pytest $(PYTEST_PLUGINS) -n $(PYTEST_WORKERS) --dist worksteal $(PYTEST_ARGS)
 
 bench: $(STAMP)
 	$(PY) benchmarks/run.py $(BENCH_ARGS)
