@@ -74,6 +74,23 @@ CREATE OR REPLACE TEMP MACRO otlp_refuse(reason, file) AS
 CREATE OR REPLACE TEMP MACRO otlp_time_ok(v) AS
     coalesce(regexp_full_match(v, '[0-9]+') AND TRY_CAST(v AS HUGEINT) < 9223372036854775808, false);
 
+-- otlp_span_problem(s): why a span's ids or times break OTLP (ids 32/16 hex, parent empty or 16
+-- hex, times integers in [0, 2^63), end not before start), or NULL when they do not. Every source
+-- applies it: the JSON-lines path refuses the file, the ClickHouse path names the row.
+CREATE OR REPLACE TEMP MACRO otlp_span_problem(s) AS
+    CASE
+        WHEN NOT coalesce(regexp_full_match(s.traceId, '[0-9a-fA-F]{32}'), false)
+            THEN 'a span''s traceId is not 32 hex characters'
+        WHEN NOT coalesce(regexp_full_match(s.spanId, '[0-9a-fA-F]{16}'), false)
+            THEN 'a span''s spanId is not 16 hex characters'
+        WHEN NOT coalesce(s.parentSpanId = '' OR regexp_full_match(s.parentSpanId, '[0-9a-fA-F]{16}'), true)
+            THEN 'a span''s parentSpanId is not empty or 16 hex characters'
+        WHEN NOT (otlp_time_ok(s.startTimeUnixNano) AND otlp_time_ok(s.endTimeUnixNano))
+            THEN 'a span''s startTimeUnixNano or endTimeUnixNano is not an integer in [0, 2^63)'
+        WHEN CAST(s.endTimeUnixNano AS UBIGINT) < CAST(s.startTimeUnixNano AS UBIGINT)
+            THEN 'a span ends before it starts'
+    END;
+
 -- An attribute that is not {key, value: AnyValue}, or whose value has no branch that reads (empty,
 -- or an arrayValue that is not an object): its value would silently become NULL. (An arrayValue
 -- whose "values" is omitted or not a list reads as an empty array.)
@@ -261,24 +278,15 @@ keyed AS (
 -- The span checks, on the lists just built (cheaper than a second walk over the attributes): an
 -- attribute is bad when it has no key (or is not an object), or neither a scalar value nor an
 -- array reads from it (exactly one of attribute_values[i], attribute_arrays[i] is set for a good
--- one), or an element of its array is not an object. A NULL span fails the traceId test first
--- and is named as what it is. A span without attributes has three empty lists (not NULL).
+-- one), or an element of its array is not an object. A NULL span (not an object) is named as
+-- what it is; the id and time rules are otlp_span_problem's. A span without attributes has three
+-- empty lists (not NULL).
 valid AS (
     SELECT * EXCLUDE (array_elements)
     FROM keyed
     WHERE CASE
-        WHEN NOT coalesce(regexp_full_match(s.traceId, '[0-9a-fA-F]{32}'), false)
-            THEN CASE WHEN s IS NULL THEN otlp_refuse('an element of "spans" is not an object', source_file)
-                      ELSE otlp_refuse('a span''s traceId is not 32 hex characters', source_file) END
-        WHEN NOT coalesce(regexp_full_match(s.spanId, '[0-9a-fA-F]{16}'), false)
-            THEN otlp_refuse('a span''s spanId is not 16 hex characters', source_file)
-        WHEN NOT coalesce(s.parentSpanId = '' OR regexp_full_match(s.parentSpanId, '[0-9a-fA-F]{16}'), true)
-            THEN otlp_refuse('a span''s parentSpanId is not empty or 16 hex characters', source_file)
-        WHEN NOT (otlp_time_ok(s.startTimeUnixNano) AND otlp_time_ok(s.endTimeUnixNano))
-            THEN otlp_refuse('a span''s startTimeUnixNano or endTimeUnixNano is not an integer in [0, 2^63)',
-                             source_file)
-        WHEN CAST(s.endTimeUnixNano AS UBIGINT) < CAST(s.startTimeUnixNano AS UBIGINT)
-            THEN otlp_refuse('a span ends before it starts', source_file)
+        WHEN s IS NULL THEN otlp_refuse('an element of "spans" is not an object', source_file)
+        WHEN otlp_span_problem(s) IS NOT NULL THEN otlp_refuse(otlp_span_problem(s), source_file)
         WHEN list_count(attribute_keys) < len(attribute_keys)
              OR list_count(attribute_values) + list_count(attribute_arrays) < len(attribute_keys)
              OR list_count(array_elements) < len(array_elements)

@@ -10,6 +10,7 @@ from __future__ import annotations
 __all__ = [
     "AuditTargetError",
     "ClickHouseAuthError",
+    "ClickHouseBadRows",
     "ClickHouseInputError",
     "ClickHouseSchemaError",
     "ClickHouseTableMissing",
@@ -74,3 +75,9 @@ class ClickHouseSchemaError(ClickHouseInputError):
 
 class TooManySpans(ClickHouseInputError):
     """The window selects more spans than ``--max-spans`` allows; narrow it or raise the limit."""
+
+
+class ClickHouseBadRows(ClickHouseInputError):
+    """Rows break the OTLP id or time rules (ids not 32/16 hex, a time outside [0, 2^63), an end
+    before its start); the message names their trace and span ids. ``skip_bad_rows`` (the CLI's
+    ``--skip-bad-lines``) skips them instead, as bad lines of a file are skipped."""

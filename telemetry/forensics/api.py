@@ -155,6 +155,7 @@ def open_clickhouse(
     password_env: Optional[str] = None,
     progress: Optional[Progress] = None,
     threads: Optional[int] = None,
+    skip_bad_rows: bool = False,
 ) -> Forensics:
     """Read the runs with tool spans in a time window from a ClickHouse ``otel_traces`` table.
 
@@ -162,21 +163,21 @@ def open_clickhouse(
     from the environment variable ``password_env`` (``CLICKHOUSE_PASSWORD``). ``table`` is
     ``otel_traces`` or ``DATABASE.TABLE``. The window is ``since``/``until`` (ISO 8601, UTC unless
     an offset is given) or ``last`` (``6h``, the default); every run (conversation id, else trace
-    id) with a tool span in it is read whole. Raises a
-    :class:`~telemetry.exceptions.ClickHouseInputError` subclass for every failure, and
-    :class:`~telemetry.exceptions.TooManySpans` past ``max_spans``.
+    id) with a tool span in it is read whole, with the spans that parent its tool spans. Raises a
+    :class:`~telemetry.exceptions.ClickHouseInputError` subclass for every failure,
+    :class:`~telemetry.exceptions.TooManySpans` past ``max_spans``, and
+    :class:`~telemetry.exceptions.ClickHouseBadRows` for rows with bad ids or times unless
+    ``skip_bad_rows`` (then they are skipped and counted in the evidence).
     """
     chosen = window(since, until, last, service)
-    limit = ch_source.DEFAULT_MAX_SPANS if max_spans is None else max_spans
-    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
-        raise ClickHouseInputError(f"--max-spans must be a positive number of spans, not {limit!r}")
+    read = ch_source.plan_read(table, ch_client.parse_url(url).database, chosen, max_spans, skip_bad_rows)
     connection = ch_client.connect(url, password_env=password_env or ch_client.PASSWORD_ENV)
-    database, _, name = (table or ch_source.DEFAULT_TABLE).rpartition(".")
-    read = ch_source.ClickHouseRead(database or connection.target.database, name, chosen, limit)
     given = ["--clickhouse", connection.label, "--table", f"{read.database}.{read.table}",
              "--since", iso(chosen.since_ns), "--until", iso(chosen.until_ns)]
     if service is not None:
         given += ["--service", service]
+    if skip_bad_rows:
+        given += ["--skip-bad-lines"]
     try:
         return _open(lambda con: ch_source.load_clickhouse(con, connection, read, progress),
                      given, threads)

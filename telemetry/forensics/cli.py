@@ -18,7 +18,7 @@ from typing import Optional, Sequence
 from .._command import EXIT_FINDINGS, EXIT_INPUT, EXIT_INTERNAL, EXIT_OK, parse, run
 from ..exceptions import ForensicsInputError
 from .api import Forensics, open_clickhouse, open_traces
-from .clickhouse import DEFAULT_LAST, DEFAULT_MAX_SPANS, DEFAULT_TABLE, PASSWORD_ENV
+from .clickhouse.options import add_arguments as add_clickhouse_arguments
 from .html import validate_trace_url, write_html
 from .ingest import ingest
 from .loading import MAX_LINE_BYTES, Progress, stderr_progress
@@ -52,33 +52,12 @@ def byte_count(text: str) -> int:
     return int(digits) * scale
 
 
-def _clickhouse(parser: argparse.ArgumentParser) -> None:
-    group = parser.add_argument_group(
-        "ClickHouse (instead of PATHS)",
-        "Read the runs (conversation ids, else trace ids) with tool spans in a time window from the "
-        "table the OpenTelemetry Collector's clickhouseexporter writes; each run is read whole.")
-    group.add_argument("--clickhouse", metavar="URL",
-                       help="http(s)://USER@HOST:PORT/DATABASE (https for TLS; ?verify=0, ?ca_cert=PATH, "
-                            "?connect_timeout=S, ?query_timeout=S and ClickHouse settings in the query "
-                            "string), or chdb:///PATH for chDB in process")
-    group.add_argument("--table", default=DEFAULT_TABLE, metavar="[DB.]TABLE",
-                       help=f"the spans table (default {DEFAULT_TABLE}, in the URL's database)")
-    group.add_argument("--since", metavar="TIME", help="window start, ISO 8601 (UTC unless an offset is given)")
-    group.add_argument("--until", metavar="TIME", help="window end (default now)")
-    group.add_argument("--last", metavar="DURATION", help=f"window of the last DURATION, e.g. 30m, 6h, 2d "
-                                                            f"(default {DEFAULT_LAST})")
-    group.add_argument("--service", metavar="NAME", help="only runs in which service NAME has a tool span")
-    group.add_argument("--max-spans", type=int, default=DEFAULT_MAX_SPANS, metavar="N",
-                       help=f"refuse to read more than N spans (default {DEFAULT_MAX_SPANS:,})")
-    group.add_argument("--password-env", default=PASSWORD_ENV, metavar="VAR",
-                       help=f"environment variable holding the password (default {PASSWORD_ENV})")
-
-
 def _common(parser: argparse.ArgumentParser, *, findings: bool = True) -> None:
     parser.add_argument("paths", nargs="+" if not findings else "*", metavar="PATHS",
                         help="trace files, directories or globs")
     parser.add_argument("--skip-bad-lines", action="store_true",
-                        help="skip malformed lines (reported with file and line) instead of failing")
+                        help="skip malformed lines (reported with file and line) instead of failing; "
+                             "with --clickhouse, malformed rows (reported with trace and span id)")
     parser.add_argument("--max-line-bytes", type=byte_count, default=MAX_LINE_BYTES, metavar="N",
                         help="longest line to read, in bytes (K/M/G suffixes; default 16M); longer lines "
                              "are refused naming the line, or skipped with --skip-bad-lines")
@@ -87,7 +66,7 @@ def _common(parser: argparse.ArgumentParser, *, findings: bool = True) -> None:
         parser.add_argument("--format", choices=FORMATS, default="table", help="output format (default table)")
         parser.add_argument("--fail-on-findings", action="store_true",
                             help="exit 1 when any question reports a problem (for CI)")
-        _clickhouse(parser)
+        add_clickhouse_arguments(parser)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -173,7 +152,7 @@ def _open(args: argparse.Namespace, progress: Optional[Progress]) -> Forensics:
         raise ForensicsInputError("give trace PATHS or --clickhouse, not both")
     return open_clickhouse(args.clickhouse, table=args.table, since=args.since, until=args.until, last=args.last,
                            service=args.service, max_spans=args.max_spans, password_env=args.password_env,
-                           progress=progress)
+                           progress=progress, skip_bad_rows=args.skip_bad_lines)
 
 
 def main(argv: Sequence[str]) -> int:

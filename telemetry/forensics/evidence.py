@@ -13,7 +13,8 @@ gathers, once per connection:
 - delegation chains whose root registration is missing, and chains with a missing middle hop;
 - clock skew per service (``service.name``): children that start before their parent or end after
   it by more than :data:`SKEW_TOLERANCE_NS`, with the estimated offset. The ``clock_skew`` table it
-  fills is what ``order_uncertain`` in the order-dependent questions reads.
+  fills is what ``order_uncertain`` in the order-dependent questions reads. A source that reads
+  only tool spans and their parents (ClickHouse) says so: skew between two other spans is unseen.
 """
 
 from __future__ import annotations
@@ -91,6 +92,8 @@ class Evidence:
         if self.load.skipped_lines or self.load.truncated:
             out.append(f"{self.load.skipped_lines:,} bad line(s) skipped and {len(self.load.truncated)} "
                        "truncated file(s): spans on those lines are not in the answer")
+        if self.load.skipped_row_count:
+            out.append(f"{self.load.skipped_row_count:,} malformed row(s) skipped: their spans are not in the answer")
         if question in KIND_DEPENDENT and self.ignored:
             out.append(f"{sum(self.ignored.values()):,} span(s) without a usable tool.kind are not examined "
                        f"({', '.join(f'{r}: {n:,}' for r, n in sorted(self.ignored.items()))})")
@@ -106,6 +109,9 @@ class Evidence:
             names = ", ".join(f"{s['service_name']} ({s['offset_ms']:+.3f} ms)" for s in self.clock_skew[:3])
             out.append(f"clock skew detected ({names}); rows whose deciding order is within it are marked "
                        "order_uncertain")
+        if question in ORDER_DEPENDENT and self.load.parent_spans is not None:
+            out.append(f"clock skew was judged on tool spans and the {self.load.parent_spans:,} span(s) that "
+                       "parent them (all this source reads); skew seen only between other spans is not detected")
         return out
 
     def warnings(self) -> list[str]:
@@ -128,6 +134,12 @@ class Evidence:
                        "out of order)")
         return out
 
+    def _skew_basis(self) -> str:
+        if self.load.parent_spans is None:
+            return "every parent/child pair read"
+        return (f"tool spans and their {self.load.parent_spans:,} parent span(s) only (other spans "
+                "are not read from this source)")
+
     def as_dict(self) -> dict[str, Any]:
         return {
             "files": self.load.files,
@@ -145,7 +157,11 @@ class Evidence:
             "delegation_chains": self.chains,
             "chains_without_root": {"count": self.chains_without_root_count, "chains": self.chains_without_root},
             "chains_with_gaps": {"count": self.gap_count, "gaps": self.gaps},
-            "clock_skew": {"tolerance_ms": SKEW_TOLERANCE_NS / 1e6, "services": self.clock_skew},
+            "rows_skipped": {"count": self.load.skipped_row_count,
+                             "rows": [{"trace_id": r.trace_id, "span_id": r.span_id, "reason": r.reason}
+                                      for r in self.load.skipped_rows]},
+            "clock_skew": {"tolerance_ms": SKEW_TOLERANCE_NS / 1e6, "services": self.clock_skew,
+                           "judged_on": self._skew_basis(), "parent_spans": self.load.parent_spans},
             "warnings": self.warnings(),
         }
 
@@ -157,6 +173,8 @@ class Evidence:
                f"(duplicates dropped {d.dropped:,}, conflicting {d.conflicting:,})"]
         if self.load.skipped_lines or self.load.truncated:
             out.append(f"  lines skipped {self.load.skipped_lines:,}; truncated files {len(self.load.truncated)}")
+        if self.load.skipped_row_count:
+            out.append(f"  malformed rows skipped {self.load.skipped_row_count:,}")
         if self.kind_inferred:
             out.append("  tool.kind inferred: " + ", ".join(f"{k} {n:,}" for k, n in sorted(self.kind_inferred.items())))
         if self.ignored:
@@ -170,7 +188,7 @@ class Evidence:
                        f"(hop {gap['hop']}) names parent {gap['missing_task_id']}, which is not in the evidence")
         out.append("  clock skew: " + (", ".join(
             f"{s['service_name']} {s['offset_ms']:+.3f} ms vs {s['relative_to']}" for s in self.clock_skew)
-            or f"none detected (tolerance {SKEW_TOLERANCE_NS / 1e6:g} ms)"))
+            or f"none detected (tolerance {SKEW_TOLERANCE_NS / 1e6:g} ms)") + f"; judged on {self._skew_basis()}")
         for conflict in d.conflicts[:3]:
             out.append(f"    conflicting copies: trace {conflict['trace_id']} span {conflict['span_id']} in "
                        f"{', '.join(conflict['files'])}; kept {conflict['kept_file']}")

@@ -45,6 +45,15 @@ LOADED = SPANS_LOADED
 _FILE_IN_ERROR = re.compile(r'in file "([^"]+)"')
 
 
+@dataclass(frozen=True)
+class SkippedRow:
+    """A row of a table source (ClickHouse) skipped as malformed: its ids as stored, and why."""
+
+    trace_id: str
+    span_id: str
+    reason: str
+
+
 @dataclass
 class LoadReport:
     """What loading found besides spans: warnings to show and lines skipped."""
@@ -60,6 +69,12 @@ class LoadReport:
     """Copies of one span (the same trace id and span id) found and dropped."""
     source: Optional[str] = None
     """Where the spans came from when they are not files (e.g. a ClickHouse table and window)."""
+    skipped_rows: list[SkippedRow] = field(default_factory=list)
+    """Malformed rows of a table source skipped (the first few; ``skipped_row_count`` counts all)."""
+    skipped_row_count: int = 0
+    parent_spans: Optional[int] = None
+    """Spans read only because they parent a tool span, when the source reads no other non-tool
+    spans (ClickHouse); None when every span of the input was read (files)."""
 
     @property
     def skipped_lines(self) -> int:
@@ -78,6 +93,10 @@ class LoadReport:
             where = ", ".join(str(b.number) for b in diagnosis.bad[:10])
             more = " ..." if len(diagnosis.bad) > 10 else ""
             out.append(f"skipped {len(diagnosis.bad)} bad line(s) in {diagnosis.path}: lines {where}{more}")
+        if self.skipped_row_count:
+            named = ", ".join(f"trace {r.trace_id!r} span {r.span_id!r} ({r.reason})" for r in self.skipped_rows[:3])
+            more = " ..." if self.skipped_row_count > 3 else ""
+            out.append(f"skipped {self.skipped_row_count:,} malformed row(s) from {self.source}: {named}{more}")
         if self.source and not self.spans:
             out.append(f"no tool spans in {self.source}, so every question finds nothing; check the window, "
                        "the service name and that the Collector writes this table")

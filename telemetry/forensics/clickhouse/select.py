@@ -7,8 +7,9 @@ window, the service, the limit) is a bound ``{name:Type}`` parameter; the two id
 (database, table) are validated and quoted. The SQL text therefore holds no quote character.
 
 What runs in ClickHouse: the window and service filter (on the table's primary key and
-partitions), the tool-span filter, the choice of whole runs, and the reduction of the attribute
-maps to the keys read. What comes back: one row per span, typed text and integers, as Arrow.
+partitions), the tool-span filter, the choice of whole runs, the direct parents of their tool
+spans, and the reduction of the attribute maps to the keys read. What comes back: one row per
+span, as text (times included) and lists of text, as Arrow.
 """
 
 from __future__ import annotations
@@ -186,10 +187,14 @@ def _spelling(column: str, spellings: dict[str, tuple[str, ...]], bind: _Binder)
 
 
 def spans_select(database: str, table: str, window: Window, limit: int) -> SpansSelect:
-    """The select of every tool span of every run that has a tool span in ``window``.
+    """The select of every tool span of every run that has a tool span in ``window``, and of the
+    spans that are not tool spans but parent one of them (an agent's or a server's span: the
+    clock-skew evidence compares a child with its parent).
 
-    At most ``limit`` rows come back (the caller asks for one more than it accepts, to tell a
-    full result from a cut one).
+    Times come back as decimal text, computed without wrapping (``Int128``), so a time before
+    1970 or an end past 2^63 reaches the same range checks as a JSON line instead of turning
+    into a plausible number. At most ``limit`` rows come back (the caller asks for one more than
+    it accepts, to tell a full result from a cut one).
     """
     if window.until_ns <= window.since_ns:
         raise ClickHouseInputError("the time window is empty: --until must be later than --since")
@@ -208,7 +213,8 @@ def spans_select(database: str, table: str, window: Window, limit: int) -> Spans
                  f"AND Timestamp < fromUnixTimestamp64Nano({bind(window.until_ns, 'Int64')})")
     if window.service is not None:
         in_window += f" AND ServiceName = {bind(window.service, 'String')}"
-    sql = f"""SELECT
+    sql = f"""WITH picked AS (SELECT DISTINCT {run} FROM {source} WHERE {in_window} AND {tool})
+SELECT
     toString(TraceId) AS trace_id,
     toString(SpanId) AS span_id,
     toString(ParentSpanId) AS parent_span_id,
@@ -216,8 +222,8 @@ def spans_select(database: str, table: str, window: Window, limit: int) -> Spans
     toString({_spelling('SpanKind', KIND_SPELLINGS, bind)}) AS kind,
     toString({_spelling('StatusCode', STATUS_SPELLINGS, bind)}) AS status_code,
     toString(StatusMessage) AS status_message,
-    toUInt64(toUnixTimestamp64Nano(Timestamp)) AS start_time_unix_nano,
-    toUInt64(toUnixTimestamp64Nano(Timestamp) + Duration) AS end_time_unix_nano,
+    toString(toUnixTimestamp64Nano(Timestamp)) AS start_time_unix_nano,
+    toString(toInt128(toUnixTimestamp64Nano(Timestamp)) + toInt128(Duration)) AS end_time_unix_nano,
     toString(ServiceName) AS service_name,
     toString(ScopeName) AS scope_name,
     toString(ScopeVersion) AS scope_version,
@@ -226,8 +232,9 @@ def spans_select(database: str, table: str, window: Window, limit: int) -> Spans
     arrayMap(k -> if({is_array}, JSONExtract(SpanAttributes[k], {as_strings}), []), attribute_keys)
         AS attribute_arrays
 FROM {source}
-WHERE {tool}
-  AND {run} IN (SELECT DISTINCT {run} FROM {source} WHERE {in_window} AND {tool})
+WHERE ({tool} AND {run} IN picked)
+   OR (NOT {tool} AND (TraceId, SpanId) IN (
+       SELECT TraceId, ParentSpanId FROM {source} WHERE {tool} AND notEmpty(ParentSpanId) AND {run} IN picked))
 LIMIT {bind(int(limit), 'UInt64')}"""
     return SpansSelect(sql=sql, parameters=dict(bind.values))
 

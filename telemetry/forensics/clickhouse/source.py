@@ -1,10 +1,13 @@
 """Stream the generated ClickHouse select into the DuckDB ``spans`` relation the questions read.
 
 The Arrow batches go from clickhouse-connect straight into one DuckDB ``CREATE TABLE AS`` over a
-``RecordBatchReader``: no Python object per span or per value is made. DuckDB then types the rows
-with the same ``otlp_typed`` macro the JSON-lines path uses (``queries/spans.sql``), so kinds,
-statuses, ids, ints-as-text and arrays follow one set of rules, and every question (and every
-check that runs on the loaded spans) runs unchanged.
+``RecordBatchReader``: no Python object per span or per value is made. Each row is checked with
+the JSON-lines path's own ``otlp_span_problem`` (ids 32/16 hex, times in [0, 2^63), end not
+before start): a bad row is named by its trace and span id and refused, or skipped and counted
+with ``skip_bad_rows``, never typed into a wrong value. DuckDB then types the good rows with the
+same ``otlp_typed`` macro the JSON-lines path uses (``queries/spans.sql``), so kinds, statuses,
+ids, ints-as-text and arrays follow one set of rules, and every question (and every check that
+runs on the loaded spans) runs unchanged.
 """
 
 from __future__ import annotations
@@ -16,17 +19,19 @@ from typing import Any, Iterator, Optional
 import duckdb
 
 from ... import conventions as c
-from ...exceptions import ClickHouseInputError, TooManySpans
-from ..loading import LOADED, LoadReport, Progress, finish_load, install_macros
+from ...exceptions import ClickHouseBadRows, ClickHouseInputError, TooManySpans
+from ..loading import LOADED, LoadReport, Progress, SkippedRow, finish_load, install_macros
 from .client import ClickHouseConnection
-from .select import Window, check_columns, spans_select
+from .select import Window, attribute_keys, check_columns, spans_select
 from .window import iso
 
 __all__ = [
     "DEFAULT_MAX_SPANS",
     "DEFAULT_TABLE",
+    "LISTED_BAD_ROWS",
     "ClickHouseRead",
     "load_clickhouse",
+    "plan_read",
 ]
 
 DEFAULT_MAX_SPANS = 5_000_000
@@ -35,8 +40,13 @@ DEFAULT_TABLE = "otel_traces"
 _STREAM = "clickhouse_spans_stream"
 _PROGRESS_EVERY_S = 1.0
 
+_ROWS = "clickhouse_rows"
+_GOOD = "clickhouse_good_rows"
+LISTED_BAD_ROWS = 20
+"""How many bad rows a refusal or the evidence names (all are counted)."""
+
 _KEYED_SQL = f"""
-CREATE OR REPLACE TABLE {LOADED} AS
+CREATE OR REPLACE TABLE {_ROWS} AS
 WITH keyed AS (
     SELECT
         CAST($source AS VARCHAR) AS source_file,
@@ -47,8 +57,7 @@ WITH keyed AS (
         nullif(scope_version, '') AS scope_version,
         {{'traceId': trace_id, 'spanId': span_id, 'parentSpanId': parent_span_id, 'name': name, 'kind': kind,
           'status': {{'code': status_code, 'message': status_message}},
-          'startTimeUnixNano': CAST(start_time_unix_nano AS UBIGINT),
-          'endTimeUnixNano': CAST(end_time_unix_nano AS UBIGINT)}} AS s,
+          'startTimeUnixNano': start_time_unix_nano, 'endTimeUnixNano': end_time_unix_nano}} AS s,
         CAST(attribute_keys AS VARCHAR[]) AS attribute_keys,
         CAST(attribute_values AS VARCHAR[]) AS attribute_values,
         list_transform(range(1, len(attribute_keys) + 1), lambda i:
@@ -56,10 +65,22 @@ WITH keyed AS (
             AS attribute_arrays
     FROM {_STREAM}
 )
-SELECT * FROM otlp_typed('keyed')
+SELECT *, otlp_span_problem(s) AS problem FROM keyed
 """
-"""The rows from ClickHouse shaped like the JSON-lines path's parsed spans, then typed alike.
-(The relation names are constants; the two values are bound.)"""
+"""The rows from ClickHouse shaped like the JSON-lines path's parsed spans, each with the rule it
+breaks (NULL for a good row). (The relation names are constants; the two values are bound.)"""
+
+_TYPED_SQL = f"""
+CREATE OR REPLACE TEMP VIEW {_GOOD} AS SELECT * EXCLUDE (problem) FROM {_ROWS} WHERE problem IS NULL;
+CREATE OR REPLACE TABLE {LOADED} AS SELECT * FROM otlp_typed('{_GOOD}');
+DROP VIEW {_GOOD};
+"""
+"""The good rows typed alike (``otlp_typed``, as the JSON-lines path types its spans)."""
+
+_TOOL_SQL = """
+SELECT count(*) FILTER (WHERE NOT list_has_any(attribute_keys, CAST($tool_keys AS VARCHAR[]))) FROM spans_loaded
+"""
+"""Loaded spans that are not tool spans: read only because they parent one (see the select)."""
 
 
 @dataclass(frozen=True)
@@ -70,11 +91,24 @@ class ClickHouseRead:
     table: str
     window: Window
     max_spans: int = DEFAULT_MAX_SPANS
+    skip_bad_rows: bool = False
+    """Skip (and count) rows that break the OTLP id or time rules instead of refusing the read."""
 
     def describe(self, label: str) -> str:
         service = f", service {self.window.service!r}" if self.window.service is not None else ""
         return (f"{label} table {self.database}.{self.table} (runs with tool spans from "
                 f"{iso(self.window.since_ns)} to {iso(self.window.until_ns)}{service})")
+
+
+def plan_read(table: Optional[str], database: str, window: Window, max_spans: Optional[int] = None,
+              skip_bad_rows: bool = False) -> ClickHouseRead:
+    """What to read, from the options as given: ``table`` is ``TABLE`` (in ``database``, the URL's)
+    or ``DB.TABLE``; ``max_spans`` must be a positive number of spans."""
+    limit = DEFAULT_MAX_SPANS if max_spans is None else max_spans
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+        raise ClickHouseInputError(f"--max-spans must be a positive number of spans, not {limit!r}")
+    named, _, name = (table or DEFAULT_TABLE).rpartition(".")
+    return ClickHouseRead(named or database, name, window, limit, skip_bad_rows)
 
 
 class _Counted:
@@ -108,8 +142,8 @@ def _empty_batch() -> Any:
 
     text, texts = pa.string(), pa.list_(pa.string())
     fields = [("trace_id", text), ("span_id", text), ("parent_span_id", text), ("name", text), ("kind", text),
-              ("status_code", text), ("status_message", text), ("start_time_unix_nano", pa.uint64()),
-              ("end_time_unix_nano", pa.uint64()), ("service_name", text), ("scope_name", text),
+              ("status_code", text), ("status_message", text), ("start_time_unix_nano", text),
+              ("end_time_unix_nano", text), ("service_name", text), ("scope_name", text),
               ("scope_version", text), ("attribute_keys", texts), ("attribute_values", texts),
               ("attribute_arrays", pa.list_(texts))]
     return pa.RecordBatch.from_pylist([], schema=pa.schema(fields))
@@ -123,8 +157,10 @@ def load_clickhouse(
 ) -> LoadReport:
     """Make ``spans`` in ``con`` from the runs ``read`` selects; return what loading found.
 
-    Raises :class:`~telemetry.exceptions.TooManySpans` past ``read.max_spans`` and the other
-    :class:`~telemetry.exceptions.ClickHouseInputError` kinds for every ClickHouse failure.
+    Raises :class:`~telemetry.exceptions.TooManySpans` past ``read.max_spans``,
+    :class:`~telemetry.exceptions.ClickHouseBadRows` for malformed rows (unless
+    ``read.skip_bad_rows``) and the other :class:`~telemetry.exceptions.ClickHouseInputError`
+    kinds for every ClickHouse failure.
     """
     import pyarrow as pa
 
@@ -148,23 +184,47 @@ def load_clickhouse(
             con.execute(_KEYED_SQL, {"source": connection.label, "service_key": c.SERVICE_NAME}).fetchall()
         except duckdb.Error as exc:
             if counted.failure is None and not counted.over:
-                raise ClickHouseInputError(f"the spans from {where} could not be typed: {exc}") from None
+                raise ClickHouseInputError(f"the spans from {where} could not be read: {exc}") from None
         finally:
             con.unregister(_STREAM)
-    if counted.failure is not None:
-        raise counted.failure
-    if counted.over:
-        raise TooManySpans(
-            f"{where} holds more than --max-spans {read.max_spans:,} tool spans; narrow the window (--since/"
-            "--until or --last), name one --service, or raise --max-spans (the spans are held on disk, "
-            "so mostly time grows with it)")
-    report = LoadReport(files=0, source=where)
+    try:
+        if counted.failure is not None:
+            raise counted.failure
+        if counted.over:
+            raise TooManySpans(
+                f"{where} holds more than --max-spans {read.max_spans:,} spans (tool spans and their "
+                "parents); narrow the window (--since/--until or --last), name one --service, or raise "
+                "--max-spans (the spans are held on disk, so mostly time grows with it)")
+        report = LoadReport(files=0, source=where)
+        _judge_rows(con, report, read.skip_bad_rows, where)
+        con.execute(_TYPED_SQL).fetchall()
+    finally:
+        con.execute(f"DROP TABLE IF EXISTS {_ROWS}").fetchall()
     report.spans = int(con.execute(f"SELECT count(*) FROM {LOADED}").fetchall()[0][0])
+    report.parent_spans = int(con.execute(_TOOL_SQL, {"tool_keys": list(attribute_keys().tool_keys)}).fetchall()[0][0])
     finish_load(con, report)
     report.seconds = time.perf_counter() - started
     if progress:
         progress(f"loaded {report.spans:,} spans from ClickHouse in {report.seconds:.1f} s")
     return report
+
+
+def _judge_rows(con: duckdb.DuckDBPyConnection, report: LoadReport, skip: bool, where: str) -> None:
+    """Refuse the read over rows that break the id or time rules, or (``skip``) count them."""
+    bad = int(con.execute(f"SELECT count(*) FROM {_ROWS} WHERE problem IS NOT NULL").fetchall()[0][0])
+    if not bad:
+        return
+    named = [SkippedRow(str(trace), str(span), str(reason)) for trace, span, reason in con.execute(
+        f"SELECT s.traceId, s.spanId, problem FROM {_ROWS} WHERE problem IS NOT NULL "
+        f"ORDER BY s.traceId, s.spanId LIMIT {LISTED_BAD_ROWS}").fetchall()]
+    if not skip:
+        listed = "; ".join(f"trace {r.trace_id!r} span {r.span_id!r}: {r.reason}" for r in named[:5])
+        more = f" (and {bad - 5:,} more)" if bad > 5 else ""
+        raise ClickHouseBadRows(
+            f"{bad:,} row(s) of {where} are not OTLP spans: {listed}{more}. (traceId, spanId and "
+            "parentSpanId are the TraceId, SpanId and ParentSpanId columns; startTimeUnixNano is "
+            "Timestamp, endTimeUnixNano Timestamp + Duration.) Pass --skip-bad-lines to read the rest")
+    report.skipped_rows, report.skipped_row_count = named, bad
 
 
 def _chain(first: Any, rest: Iterator[Any]) -> Iterator[Any]:
