@@ -23,9 +23,10 @@ _CODE = re.compile(r"Code: (\d+)")
 
 
 class ChdbHttpServer:
-    """Serve ``session`` (a chdb Session) on 127.0.0.1 with one user and password."""
+    """Serve ``session`` (a chdb Session) on 127.0.0.1 (``port``, else a free one) with one user
+    and password."""
 
-    def __init__(self, session: Any, user: str, password: str):
+    def __init__(self, session: Any, user: str, password: str, port: int = 0):
         self.session, self.user, self.password = session, user, password
         self.lock = threading.Lock()  # one query at a time on the session
         self.requests: list[dict[str, Any]] = []
@@ -44,7 +45,7 @@ class ChdbHttpServer:
                 length = int(self.headers.get("Content-Length") or 0)
                 outer.handle(self, self.rfile.read(length) if length else b"")
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
         self.server.daemon_threads = True
         self.thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.1},
                                        daemon=True)

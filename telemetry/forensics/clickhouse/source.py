@@ -22,7 +22,7 @@ from ... import conventions as c
 from ...exceptions import ClickHouseBadRows, ClickHouseInputError, TooManySpans
 from ..loading import LOADED, LoadReport, Progress, SkippedRow, finish_load, install_macros
 from .client import ClickHouseConnection
-from .select import Window, attribute_keys, check_columns, spans_select
+from .select import Window, attribute_keys, check_columns, quote_identifier, spans_select
 from .window import iso
 
 __all__ = [
@@ -108,6 +108,8 @@ def plan_read(table: Optional[str], database: str, window: Window, max_spans: Op
     if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
         raise ClickHouseInputError(f"--max-spans must be a positive number of spans, not {limit!r}")
     named, _, name = (table or DEFAULT_TABLE).rpartition(".")
+    quote_identifier(named or database, "database")  # refused now, before any connection
+    quote_identifier(name, "table")
     return ClickHouseRead(named or database, name, window, limit, skip_bad_rows)
 
 

@@ -1,6 +1,7 @@
 """``outcome-telemetry watch``: continuous forensics, served to Prometheus.
 
     outcome-telemetry watch traces/ --metrics-port 9465 --state /var/lib/ot/watch.json
+    outcome-telemetry watch --clickhouse https://reader@ch:8443/otel --window 1h --state watch.json
 
 Exit status: 0 stopped by SIGINT or SIGTERM, 2 bad input or usage, 3 an unexpected failure.
 """
@@ -8,6 +9,7 @@ Exit status: 0 stopped by SIGINT or SIGTERM, 2 bad input or usage, 3 an unexpect
 from __future__ import annotations
 
 import argparse
+import logging
 import re
 import signal
 import sys
@@ -19,7 +21,9 @@ from typing import Optional, Sequence
 from ... import conventions as c
 from ...exceptions import TelemetryError
 from ..cli import byte_count
+from ..clickhouse.options import add_arguments as add_clickhouse_arguments
 from ..loading import MAX_LINE_BYTES
+from .clickhouse import ClickHouseSource, ClickHouseWindow
 from .watcher import PassResult, Watcher, WatchOptions
 
 __all__ = ["DEFAULT_PORT", "EXIT_INPUT", "EXIT_INTERNAL", "EXIT_OK", "build_parser", "duration", "main"]
@@ -40,6 +44,18 @@ Health: {c.METRIC_WATCH_LINES_READ_TOTAL}, {c.METRIC_WATCH_BAD_LINES_TOTAL},
 Without --state, offsets and counted findings live in memory only: a restart reads every file
 again and counts its findings again. With --state FILE they are saved after every pass (and the
 window in FILE.window.duckdb), so a restart goes on where it stopped.
+
+With --clickhouse URL instead of PATHS, nothing is followed: every pass reads the runs with a
+tool span in the last --window (now minus DURATION to now) from the table the Collector's
+clickhouseexporter writes, each run whole (with the spans that parent its tool spans), through
+the same reader as `forensics --clickhouse` (--max-spans; the password from $CLICKHOUSE_PASSWORD
+or --password-env, never the command line). Malformed rows are skipped, named on stderr and
+counted once in {c.METRIC_WATCH_BAD_LINES_TOTAL};
+{c.METRIC_WATCH_LINES_READ_TOTAL} counts the rows each pass fetched.
+A server that cannot be reached, a refused password or a missing table fails the pass: one
+error line naming it, counted in {c.METRIC_WATCH_PASS_FAILURES_TOTAL}, and the pass
+is retried at the next interval. --state keeps the counted findings (after a restart the window
+is read from ClickHouse again, and nothing counted before is counted again).
 
 DURATION is seconds, or a number with s, m, h or d (90s, 15m, 1h). SIGINT or SIGTERM stops
 after the pass in progress, with exit status 0. The alert rule {c.ALERT_FORENSIC_FINDING} and its
@@ -64,11 +80,13 @@ def _port(text: str) -> int:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="outcome-telemetry watch",
-        description="Follow OTLP JSON-lines trace files and turn lost updates, dropped constraints, "
-                    "stale sends and double executions into Prometheus counters within a pass.",
+        description="Follow OTLP JSON-lines trace files (or read a Collector's ClickHouse otel_traces "
+                    "table) and turn lost updates, dropped constraints, stale sends and double "
+                    "executions into Prometheus counters within a pass.",
         epilog=_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("paths", nargs="+", metavar="PATHS",
-                        help="trace files, directories (searched recursively, may start empty) or globs")
+    parser.add_argument("paths", nargs="*", metavar="PATHS",
+                        help="trace files, directories (searched recursively, may start empty) or globs "
+                             "(or --clickhouse URL instead)")
     parser.add_argument("--metrics-port", type=_port, default=DEFAULT_PORT, metavar="P",
                         help=f"serve /metrics on this port (default {DEFAULT_PORT}; 0 picks a free one)")
     parser.add_argument("--metrics-addr", default="127.0.0.1", metavar="ADDR",
@@ -85,6 +103,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--max-line-bytes", type=byte_count, default=MAX_LINE_BYTES, metavar="N",
                         help="longest line to read (K/M/G suffixes; default 16M); longer lines are skipped")
     parser.add_argument("--quiet", "-q", action="store_true", help="no per-pass progress on stderr")
+    add_clickhouse_arguments(parser, window=False)
     return parser
 
 
@@ -105,8 +124,18 @@ def main(argv: Sequence[str]) -> int:
     if args.interval <= 0 or args.window <= 0:
         print("error: --interval and --window must be more than 0", file=sys.stderr)
         return EXIT_INPUT
+    if bool(args.paths) == (args.clickhouse is not None):
+        print("error: give trace PATHS or --clickhouse URL (exactly one of them)", file=sys.stderr)
+        return EXIT_INPUT
+    if args.clickhouse is not None:
+        # clickhouse-connect logs each failed request itself; the failed pass's one named line says it
+        logging.getLogger("clickhouse_connect").addHandler(logging.NullHandler())
+    source = None if args.clickhouse is None else ClickHouseSource(
+        args.clickhouse, table=args.table, service=args.service, max_spans=args.max_spans,
+        password_env=args.password_env)
     options = WatchOptions(paths=tuple(args.paths), interval=args.interval, window=args.window,
-                           settle=args.settle, state=args.state, max_line_bytes=args.max_line_bytes)
+                           settle=args.settle, state=args.state, max_line_bytes=args.max_line_bytes,
+                           clickhouse=source)
     stop = threading.Event()
 
     def _stop(signum: int, frame: Optional[FrameType]) -> None:
@@ -130,7 +159,8 @@ def main(argv: Sequence[str]) -> int:
             return EXIT_INPUT
         host, port = server.server_address[:2]
         host = host.decode() if isinstance(host, bytes) else host
-        print(f"watching {' '.join(args.paths)}: /metrics at http://{host}:{port}/metrics, a pass every "
+        watched = watcher.window.describe() if isinstance(watcher.window, ClickHouseWindow) else " ".join(args.paths)
+        print(f"watching {watched}: /metrics at http://{host}:{port}/metrics, a pass every "
               f"{args.interval:g} s over a {args.window:g} s window", file=sys.stderr, flush=True)
         watcher.run(stop, None if args.quiet else _progress)
         return EXIT_OK

@@ -1,7 +1,9 @@
 """The watch loop: read new lines, judge the window, count each new finding once, persist.
 
 A pass: scan for new and rotated files, read their new complete lines into the window, drop what
-left it, run the watched questions, and count the findings not counted before. A finding counts
+left it, run the watched questions, and count the findings not counted before. With a ClickHouse
+source (``WatchOptions.clickhouse``) the pass instead reads the window's runs from the table
+again (:mod:`.clickhouse`); judging, counting and the state are the same. A finding counts
 once it has been there for ``settle`` seconds: spans of one run arrive from several processes,
 each flushing on its own schedule, and a hop whose parent is still in another exporter's buffer
 looks like a gap for a moment. Then the state (offsets and counted keys) is written, after the
@@ -21,8 +23,10 @@ from typing import Any, Callable, Optional, TextIO
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from ... import conventions as c
+from ...exceptions import ForensicsInputError, TelemetryError
 from ..loading import MAX_LINE_BYTES
 from ..questions import question
+from .clickhouse import ClickHouseSource, ClickHouseWindow
 from .findings import WATCHED, counted, watched_questions
 from .follow import Follower
 from .state import WatchState, load_state, save_state
@@ -39,13 +43,15 @@ _PASS_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 20.0, 30.0, 60.0, 12
 class WatchOptions:
     """Everything ``outcome-telemetry watch`` is told (see its ``--help``)."""
 
-    paths: tuple[str, ...]
+    paths: tuple[str, ...] = ()
     interval: float = 15.0
     window: float = 3600.0
     settle: float = 10.0
     state: Optional[Path] = None
     max_line_bytes: int = MAX_LINE_BYTES
     read_budget: int = READ_BUDGET
+    clickhouse: Optional[ClickHouseSource] = None
+    """Read each pass's window from ClickHouse instead of following ``paths``."""
 
 
 @dataclass
@@ -74,15 +80,17 @@ class PassResult:
 class WatchMetrics:
     """The watcher's metrics, in their own registry (what ``--metrics-port`` serves)."""
 
-    def __init__(self, registry: CollectorRegistry):
+    def __init__(self, registry: CollectorRegistry, rows: bool = False):
         self.findings = Counter(c.METRIC_FORENSIC_FINDINGS, "New forensics findings, each counted once",
                                 [c.LABEL_QUESTION], registry=registry)
         for name in watched_questions():  # present at 0, so the first finding is an increase
             self.findings.labels(name)
         self.lines = Counter(c.METRIC_WATCH_LINES_READ_TOTAL.removesuffix("_total"),
-                             "Complete trace lines read", registry=registry)
+                             "ClickHouse rows fetched (each pass fetches its window)" if rows
+                             else "Complete trace lines read", registry=registry)
         self.bad_lines = Counter(c.METRIC_WATCH_BAD_LINES_TOTAL.removesuffix("_total"),
-                                 "Lines skipped as not OTLP TracesData", registry=registry)
+                                 "Malformed ClickHouse rows skipped, once each" if rows
+                                 else "Lines skipped as not OTLP TracesData", registry=registry)
         self.failures = Counter(c.METRIC_WATCH_PASS_FAILURES_TOTAL.removesuffix("_total"),
                                 "Passes that failed", registry=registry)
         self.lag = Gauge(c.METRIC_WATCH_LAG_SECONDS, "Now minus the end of the newest span read",
@@ -100,13 +108,20 @@ class Watcher:
                  out: Optional[TextIO] = None, clock: Callable[[], float] = time.monotonic):
         self.options = options
         self.registry = registry if registry is not None else CollectorRegistry()
-        self.metrics = WatchMetrics(self.registry)
+        self.metrics = WatchMetrics(self.registry, rows=options.clickhouse is not None)
         self.out = out
         self._clock = clock
         state = load_state(options.state) if options.state is not None else WatchState()
-        self.follower = Follower(options.paths, state.files)
-        database = options.state.with_name(options.state.name + ".window.duckdb") if options.state else None
-        self.window = Window(options.window, database, options.max_line_bytes)
+        self.follower: Optional[Follower] = None
+        self.window: "Window | ClickHouseWindow"
+        if options.clickhouse is not None:
+            if options.paths:
+                raise ForensicsInputError("give trace PATHS or --clickhouse, not both")
+            self.window = ClickHouseWindow(options.clickhouse, options.window)
+        else:
+            self.follower = Follower(options.paths, state.files)
+            database = options.state.with_name(options.state.name + ".window.duckdb") if options.state else None
+            self.window = Window(options.window, database, options.max_line_bytes)
         self.window.newest_ns = max(self.window.newest_ns, state.newest_ns)
         self.seen: dict[str, Optional[str]] = dict(state.seen)
         self._pending: dict[str, float] = {}
@@ -116,21 +131,27 @@ class Watcher:
         """One pass (see the module docstring)."""
         started = time.perf_counter()
         result = PassResult()
-        self.follower.scan()
-        chunks = self.follower.read(self.options.read_budget)
-        result.backlog = self.follower.backlog
-        added = self.window.add(chunks)
-        for bad in added.bad:
-            print(f"warning: {bad.path}: line {bad.line}: {bad.reason}; skipped", file=sys.stderr)
-        result.lines, result.spans, result.bad_lines = added.lines, added.spans, len(added.bad)
-        result.evicted = self.window.evict()
+        if isinstance(self.window, ClickHouseWindow):
+            fetched = self.window.fetch()
+            result.lines, result.spans = fetched.rows, fetched.spans
+            result.bad_lines = len(fetched.new_bad) + fetched.new_bad_unnamed
+        else:
+            assert self.follower is not None
+            self.follower.scan()
+            chunks = self.follower.read(self.options.read_budget)
+            result.backlog = self.follower.backlog
+            added = self.window.add(chunks)
+            for bad in added.bad:
+                print(f"warning: {bad.path}: line {bad.line}: {bad.reason}; skipped", file=sys.stderr)
+            result.lines, result.spans, result.bad_lines = added.lines, added.spans, len(added.bad)
+            result.evicted = self.window.evict()
         rows = self.window.evaluate(self.names)
         result.new = self._count(rows)
         result.window_spans = self.window.spans
         if self.options.state is not None:
             self.window.checkpoint()
-            save_state(self.options.state, WatchState(list(self.follower.files.values()), self.seen,
-                                                      self.window.newest_ns))
+            files = list(self.follower.files.values()) if self.follower is not None else []
+            save_state(self.options.state, WatchState(files, self.seen, self.window.newest_ns))
         result.seconds = time.perf_counter() - started
         self._observe(result)
         return result
@@ -165,7 +186,7 @@ class Watcher:
         m.bad_lines.inc(result.bad_lines)
         m.duration.observe(result.seconds)
         m.window_spans.set(result.window_spans)
-        m.files.set(len(self.follower.files))
+        m.files.set(len(self.follower.files) if self.follower is not None else 0)
         if self.window.newest_ns:
             m.lag.set(max(time.time() - self.window.newest_ns / 1e9, 0.0))
         if self.out is not None:
@@ -180,11 +201,15 @@ class Watcher:
         while not stop.is_set():
             try:
                 result = self.run_pass()
-            except Exception:  # keep watching: one bad pass must not end the pages
+            except Exception as exc:  # keep watching: one bad pass must not end the pages
                 self.metrics.failures.inc()
-                traceback.print_exc()
+                if isinstance(exc, TelemetryError):  # a named failure (e.g. ClickHouse down): its message says it all
+                    print(f"error: {exc}", file=sys.stderr)
+                else:
+                    traceback.print_exc()
                 print("error: a watch pass failed (counted in "
-                      f"{c.METRIC_WATCH_PASS_FAILURES_TOTAL}); retrying next interval", file=sys.stderr)
+                      f"{c.METRIC_WATCH_PASS_FAILURES_TOTAL}); retrying in {self.options.interval:g} s",
+                      file=sys.stderr, flush=True)
                 stop.wait(self.options.interval)
                 continue
             if progress is not None:
@@ -193,5 +218,6 @@ class Watcher:
                 stop.wait(max(self.options.interval - result.seconds, 0.0))
 
     def close(self) -> None:
-        self.follower.close()
+        if self.follower is not None:
+            self.follower.close()
         self.window.close()

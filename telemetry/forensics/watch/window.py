@@ -29,7 +29,7 @@ from ..loading import MAX_LINE_BYTES, SPANS_LOADED, LoadReport, finish_load, ins
 from ..questions import question
 from .follow import Chunk
 
-__all__ = ["Added", "BadLine", "Window"]
+__all__ = ["Added", "BadLine", "Window", "judge", "open_database"]
 
 _STAGING = "watch_new_spans"
 
@@ -52,6 +52,35 @@ class Added:
     bad: list[BadLine] = field(default_factory=list)
 
 
+def open_database(database: Optional[Path]) -> tuple[Path, duckdb.DuckDBPyConnection]:
+    """A private temporary folder and a DuckDB connection to ``database`` (else one in the folder),
+    under the forensics memory limit, spilling into the folder, with the span macros installed."""
+    tmp = Path(tempfile.mkdtemp(prefix="outcome-telemetry-watch-"))
+    path = database if database is not None else tmp / "window.duckdb"
+    try:
+        con = duckdb.connect(str(path))
+    except duckdb.Error as error:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise ForensicsInputError(f"the window database {path} cannot be opened ({error}); delete it "
+                                  "(the next start rebuilds the window from new lines)") from None
+    con.execute(f"SET memory_limit = '{MEMORY_LIMIT}'").fetchall()  # a constant
+    con.execute("SET temp_directory = ?", [str(tmp / "spill")]).fetchall()
+    install_macros(con)
+    return tmp, con
+
+
+def judge(con: duckdb.DuckDBPyConnection, report: LoadReport, names: list[str]) -> tuple[Evidence, dict[str, list[dict[str, Any]]]]:
+    """The evidence over the loaded spans in ``con`` and the rows of questions ``names``, exactly
+    as a report computes them (``finish_load`` must have run)."""
+    evidence = gather(con, report)
+    out: dict[str, list[dict[str, Any]]] = {}
+    for name in names:
+        result = con.execute(question(name).sql)
+        columns = [d[0] for d in result.description]
+        out[name] = [dict(zip(columns, row)) for row in result.fetchall()]
+    return evidence, out
+
+
 class Window:
     """Spans of the last ``window_seconds`` (by span time) in a DuckDB database.
 
@@ -63,17 +92,7 @@ class Window:
                  max_line_bytes: int = MAX_LINE_BYTES):
         self.window_ns = int(window_seconds * 1e9)
         self.max_line_bytes = max_line_bytes
-        self._tmp = Path(tempfile.mkdtemp(prefix="outcome-telemetry-watch-"))
-        path = database if database is not None else self._tmp / "window.duckdb"
-        try:
-            self.con = duckdb.connect(str(path))
-        except duckdb.Error as error:
-            shutil.rmtree(self._tmp, ignore_errors=True)
-            raise ForensicsInputError(f"the window database {path} cannot be opened ({error}); delete it "
-                                      "(the next start rebuilds the window from new lines)") from None
-        self.con.execute(f"SET memory_limit = '{MEMORY_LIMIT}'").fetchall()  # a constant
-        self.con.execute("SET temp_directory = ?", [str(self._tmp / "spill")]).fetchall()
-        install_macros(self.con)
+        self._tmp, self.con = open_database(database)
         self.newest_ns = 0
         self.spans = 0
         if self._exists():
@@ -150,14 +169,9 @@ class Window:
         report = LoadReport(files=0, spans=self.spans)
         started = time.perf_counter()
         finish_load(self.con, report, is_table=True)
-        self.evidence = gather(self.con, report)
+        self.evidence, out = judge(self.con, report, names)
         self.spans = self.evidence.spans_kept
         report.seconds = time.perf_counter() - started
-        out: dict[str, list[dict[str, Any]]] = {}
-        for name in names:
-            result = self.con.execute(question(name).sql)
-            columns = [d[0] for d in result.description]
-            out[name] = [dict(zip(columns, row)) for row in result.fetchall()]
         return out
 
     def checkpoint(self) -> None:
