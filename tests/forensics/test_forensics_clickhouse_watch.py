@@ -32,6 +32,7 @@ from forensics_builder import TraceBuilder
 from forensics_incidents import planted
 from test_forensics_clickhouse import SHIFT_NS, client_for
 from test_forensics_clickhouse_http import PASSWORD, server  # noqa: F401  (the fixture)
+from test_forensics_clickhouse_rows import _fill
 
 FIRST_RUNS = frozenset({"r-split", "r-legacy", "r-div", "r-del", "r-silent"})
 """The runs inserted before the first pass; the rest of the planted incidents come later."""
@@ -146,12 +147,7 @@ def test_an_unreachable_server_is_a_named_counted_failed_pass_and_the_watcher_re
         err = capsys.readouterr().err
         assert err.count("error: no answer from") >= 2 and "retrying in 0.05 s" in err and "Traceback" not in err
         assert PASSWORD not in err
-        setup = client_for(chdb_dir)
-        try:
-            create(setup, database)
-            _insert(setup, database, _parts()[0])
-        finally:
-            setup.close()
+        _fill(chdb_dir, database, list(exporter_rows(_parts()[0])))
         with ChdbHttpServer(session, "reader", PASSWORD, port=port):
             assert {f.key for f in w.run_pass().new} == _expected_keys(_parts()[0], tmp_path)
     finally:
@@ -165,12 +161,7 @@ def test_too_many_spans_and_a_missing_table_fail_the_pass_by_name(chdb_dir: Path
     try:
         with pytest.raises(ClickHouseInputError, match=f"no table {database}.otel_traces"):
             w.run_pass()
-        client = client_for(chdb_dir)
-        try:
-            create(client, database)
-            _insert(client, database, _parts()[0])
-        finally:
-            client.close()
+        _fill(chdb_dir, database, list(exporter_rows(_parts()[0])))
         with pytest.raises(TooManySpans, match="more than --max-spans 3"):
             w.run_pass()
     finally:
@@ -185,12 +176,7 @@ def test_a_malformed_row_is_skipped_named_and_counted_once(chdb_dir: Path, datab
     rows = list(exporter_rows(first))
     bad = [*rows[0]]
     bad[2] = ""
-    client = client_for(chdb_dir)
-    try:
-        create(client, database)
-        insert_rows(client, rows + [bad], database)
-    finally:
-        client.close()
+    _fill(chdb_dir, database, rows + [bad])
     w = _watcher(f"chdb://{chdb_dir}", tmp_path / "w.json", table=f"{database}.otel_traces")
     try:
         assert {f.key for f in w.run_pass().new} == _expected_keys(first, tmp_path)
