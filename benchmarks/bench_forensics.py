@@ -146,8 +146,8 @@ def _child(fn: Callable[[], Any], trace_python: bool, conn: Any) -> None:
     cpu = time.process_time() - cpu_started
     peak = tracemalloc.get_traced_memory()[1] if trace_python else None
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-    if isinstance(value, dict):  # a report split into steps resets the peak between them
-        rss = max([rss] + [int(s["peak_rss_mb"] * 1e6) for s in value["steps"]])
+    if isinstance(value, dict):  # a report split into steps resets the peak between them (others have none)
+        rss = max([rss] + [int(s["peak_rss_mb"] * 1e6) for s in value.get("steps", [])])
     conn.send((seconds, cpu, value, peak, rss))
     conn.close()
 
