@@ -35,6 +35,14 @@ def test_a_missing_path_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[st
     assert "missing" in capsys.readouterr().err
 
 
+def test_a_refused_start_leaves_the_signal_handlers_as_they_were(tmp_path: Path) -> None:
+    """Exit 2 before the first pass must not leave SIGINT/SIGTERM pointing at a stopped watcher's
+    handler (a program that calls main() in-process would then ignore Ctrl-C)."""
+    before = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+    assert main([str(tmp_path / "missing"), "--metrics-port", "0"]) == 2
+    assert {sig: signal.getsignal(sig) for sig in before} == before
+
+
 def test_durations() -> None:
     """Durations take s, m, h, d or plain seconds."""
     assert [duration(t) for t in ("15", "90s", "15m", "1h", "2d", "0.5")] == [15, 90, 900, 3600, 172800, 0.5]

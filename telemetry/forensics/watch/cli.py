@@ -19,6 +19,7 @@ from types import FrameType
 from typing import Optional, Sequence
 
 from ... import conventions as c
+from ..._command import EXIT_INPUT, EXIT_INTERNAL, EXIT_OK, parse, run
 from ...exceptions import TelemetryError
 from ..cli import byte_count
 from ..clickhouse.options import add_arguments as add_clickhouse_arguments
@@ -28,7 +29,6 @@ from .watcher import PassResult, Watcher, WatchOptions
 
 __all__ = ["DEFAULT_PORT", "EXIT_INPUT", "EXIT_INTERNAL", "EXIT_OK", "build_parser", "duration", "main"]
 
-EXIT_OK, EXIT_INPUT, EXIT_INTERNAL = 0, 2, 3
 DEFAULT_PORT = 9465
 _UNITS = {"": 1.0, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
 _DURATION = re.compile(r"([0-9]+(?:\.[0-9]+)?)([smhd]?)")
@@ -117,10 +117,9 @@ def _progress(result: PassResult) -> None:
 def main(argv: Sequence[str]) -> int:
     """Run ``outcome-telemetry watch`` with ``argv`` until SIGINT or SIGTERM."""
     parser = build_parser()
-    try:
-        args = parser.parse_args(list(argv))
-    except SystemExit as exit_:
-        return int(exit_.code or 0)
+    args = parse(parser, argv)
+    if isinstance(args, int):
+        return args
     if args.interval <= 0 or args.window <= 0:
         print("error: --interval and --window must be more than 0", file=sys.stderr)
         return EXIT_INPUT
@@ -136,6 +135,11 @@ def main(argv: Sequence[str]) -> int:
     options = WatchOptions(paths=tuple(args.paths), interval=args.interval, window=args.window,
                            settle=args.settle, state=args.state, max_line_bytes=args.max_line_bytes,
                            clickhouse=source)
+    try:
+        watcher = Watcher(options, out=sys.stdout)
+    except TelemetryError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_INPUT
     stop = threading.Event()
 
     def _stop(signum: int, frame: Optional[FrameType]) -> None:
@@ -143,20 +147,24 @@ def main(argv: Sequence[str]) -> int:
 
     previous = {sig: signal.signal(sig, _stop) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
-        watcher = Watcher(options, out=sys.stdout)
-    except TelemetryError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return EXIT_INPUT
-    server = None
-    try:
-        from prometheus_client import start_http_server
+        return run(lambda: _serve(args, watcher, stop), input_errors=(), prefix="error: ", what="watch")
+    finally:
+        watcher.close()
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
-        try:
-            server, _thread = start_http_server(args.metrics_port, addr=args.metrics_addr, registry=watcher.registry)
-        except OSError as exc:
-            print(f"error: cannot serve /metrics on {args.metrics_addr}:{args.metrics_port} ({exc}); pass "
-                  "another --metrics-port", file=sys.stderr)
-            return EXIT_INPUT
+
+def _serve(args: argparse.Namespace, watcher: Watcher, stop: threading.Event) -> int:
+    """Serve /metrics and run passes until ``stop``; the server is closed whatever happens."""
+    from prometheus_client import start_http_server
+
+    try:
+        server, _thread = start_http_server(args.metrics_port, addr=args.metrics_addr, registry=watcher.registry)
+    except OSError as exc:
+        print(f"error: cannot serve /metrics on {args.metrics_addr}:{args.metrics_port} ({exc}); pass "
+              "another --metrics-port", file=sys.stderr)
+        return EXIT_INPUT
+    try:
         host, port = server.server_address[:2]
         host = host.decode() if isinstance(host, bytes) else host
         watched = watcher.window.describe() if isinstance(watcher.window, ClickHouseWindow) else " ".join(args.paths)
@@ -164,16 +172,6 @@ def main(argv: Sequence[str]) -> int:
               f"{args.interval:g} s over a {args.window:g} s window", file=sys.stderr, flush=True)
         watcher.run(stop, None if args.quiet else _progress)
         return EXIT_OK
-    except Exception:
-        import traceback
-
-        traceback.print_exc()
-        print("error: watch failed unexpectedly (exit 3); the traceback above says where", file=sys.stderr)
-        return EXIT_INTERNAL
     finally:
-        if server is not None:
-            server.shutdown()
-            server.server_close()
-        watcher.close()
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
+        server.shutdown()
+        server.server_close()
