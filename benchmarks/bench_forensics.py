@@ -220,7 +220,7 @@ def _report(paths: list[Path]) -> dict[str, Any]:
     with open_traces(paths, progress=steps.progress) as traces:
         steps.mark("evidence (kinds, chains, clock skew)")
         findings = sum(s.count for s in traces.report().sections)
-        steps.mark("12 questions")
+        steps.mark(f"{len(traces.questions)} questions")
     return {"rows": findings, "steps": steps.rows}
 
 
@@ -239,6 +239,7 @@ def main(argv: list[str]) -> int:
     print(f"  generated {size / 1e6:,.0f} MB in {time.perf_counter() - started:.1f} s", file=sys.stderr)
     parquet_dir = work / "parquet"
     shutil.rmtree(parquet_dir, ignore_errors=True)
+    load_start = [round(x, 2) for x in os.getloadavg()]  # the machine may be shared: say how busy it was
     steps = [
         _measure("python json.loads loop", lambda: json_loads_loop(source), trace_python=False),
         _measure("report from JSON lines", lambda: _report([source]), trace_python=False),
@@ -250,6 +251,7 @@ def main(argv: list[str]) -> int:
         step["ratio_to_python_loop"] = round(step["seconds"] / base, 3) if base else None
     result = {
         "spans": args.spans, "json_bytes": size, "spans_per_line": SPANS_PER_LINE, "cpus": os.cpu_count(),
+        "load_average": {"start": list(load_start), "end": [round(x, 2) for x in os.getloadavg()]},
         "steps": steps,
         "targets": {
             "json_report_at_most_half_the_loop_wall": steps[1]["seconds"] <= 0.5 * base,
@@ -266,6 +268,7 @@ def main(argv: list[str]) -> int:
             print(f"{'  ' + inner['step']:<40}{inner['seconds']:>9.2f}{inner['cpu_seconds']:>8.2f}{'':>8}"
                   f"{inner['peak_rss_mb']:>12.1f}")
     print("targets:", json.dumps(result["targets"]))
+    print("load average (1, 5, 15 min) at start:", load_start, "at end:", result["load_average"]["end"])
     args.output.parent.mkdir(parents=True, exist_ok=True)
     args.output.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
     if args.workdir is None:

@@ -24,14 +24,11 @@ from .clickhouse import source as ch_source
 from .clickhouse.window import iso, window
 from .evidence import Evidence, gather
 from .inputs import PathLike, resolve_inputs
-from .loading import MAX_LINE_BYTES, SPANS, LoadReport, Progress, load
+from .loading import MAX_LINE_BYTES, MEMORY_LIMIT, SPANS, LoadReport, Progress, limit_memory, load
 from .questions import Question, all_questions, question
 from .report import Report, Section
 
 EXAMPLES_PER_SECTION = 3
-MEMORY_LIMIT = "600MB"
-"""DuckDB's memory limit: the spans live in an on-disk database beside it, so memory stays flat
-however many spans are read (what does not fit is spilled to the database's temporary folder)."""
 
 
 class Forensics:
@@ -100,13 +97,12 @@ class Forensics:
 
 def _open(loader: Callable[[duckdb.DuckDBPyConnection], LoadReport], given: list[str],
           threads: Optional[int]) -> Forensics:
-    """A DuckDB database in a private temporary folder, under a fixed memory limit, with ``spans``
+    """A DuckDB database in a private temporary folder, under :data:`MEMORY_LIMIT`, with ``spans``
     made by ``loader``; removed again if loading fails (else on :meth:`Forensics.close`)."""
     workdir = Path(tempfile.mkdtemp(prefix="outcome-telemetry-forensics-db-"))
     con = duckdb.connect(str(workdir / "spans.duckdb"))
     try:
-        con.execute(f"SET memory_limit = '{MEMORY_LIMIT}'").fetchall()  # a constant
-        con.execute("SET temp_directory = ?", [str(workdir / "spill")]).fetchall()
+        limit_memory(con, workdir / "spill")  # the spans live in the on-disk database beside it
         if threads:
             con.execute(f"SET threads = {int(threads)}").fetchall()  # an int, validated by int()
         report = loader(con)

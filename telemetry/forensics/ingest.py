@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Optional
@@ -20,7 +21,7 @@ import duckdb
 
 from ..exceptions import ForensicsInputError
 from .inputs import MANIFEST_NAME, PathLike, resolve_inputs
-from .loading import MAX_LINE_BYTES, Progress, load_to_parquet
+from .loading import MAX_LINE_BYTES, Progress, limit_memory, load_to_parquet
 
 MANIFEST_FORMAT = 1
 
@@ -94,6 +95,7 @@ def ingest(
     manifest = _read_manifest(manifest_path)
     files: dict[str, Any] = manifest["files"]
     result = IngestResult(directory=directory)
+    spill = tempfile.TemporaryDirectory(prefix="outcome-telemetry-ingest-")
     for number, source in enumerate(sources, 1):
         stat = source.stat()
         entry = files.get(str(source))
@@ -107,10 +109,14 @@ def ingest(
         tmp = part.with_name(part.name + ".tmp")
         con = duckdb.connect(":memory:")
         try:
+            # Held to the report's memory limit: without it a single large file took memory in
+            # proportion to its size (1.45 GB for a million spans).
+            limit_memory(con, Path(spill.name))
             report = load_to_parquet(con, [source], tmp, skip_bad_lines=skip_bad_lines, progress=progress,
                                      max_line_bytes=max_line_bytes)
         except BaseException:
             tmp.unlink(missing_ok=True)
+            spill.cleanup()
             raise
         finally:
             con.close()
@@ -121,6 +127,7 @@ def ingest(
         result.ingested.append(source)
         result.spans += report.spans
         result.warnings += report.warnings()
+    spill.cleanup()
     if not manifest_path.is_file():  # everything unchanged but the manifest was never written
         _write_atomically(manifest_path, json.dumps(manifest, indent=2, sort_keys=True) + "\n")
     return result

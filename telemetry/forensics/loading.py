@@ -42,6 +42,12 @@ MAX_LINE_BYTES = 16 * 1024 * 1024
 LOADED = SPANS_LOADED
 """The table a source other than files (ClickHouse) writes its rows into before it calls
 :func:`finish_load`; the JSON-lines loader writes the same table."""
+MEMORY_LIMIT = "600MB"
+"""DuckDB's memory limit for a report and for ``ingest``: what does not fit is spilled to a
+temporary folder, so memory stays flat however many spans are read."""
+PARQUET_ROW_GROUP = 16_384
+"""Spans per Parquet row group written by ``ingest``: each thread buffers one row group, and at
+DuckDB's default (122,880) the fat span rows do not fit :data:`MEMORY_LIMIT`."""
 _FILE_IN_ERROR = re.compile(r'in file "([^"]+)"')
 
 
@@ -114,6 +120,12 @@ def _spans_sql() -> tuple[str, str]:
     text = data_file("queries", "spans.sql").read_text(encoding="utf-8")
     macros, _, view = text.partition(_AFTER_BASE)
     return macros, view
+
+
+def limit_memory(con: duckdb.DuckDBPyConnection, spill: Path) -> None:
+    """Hold ``con`` to :data:`MEMORY_LIMIT`, spilling to the folder ``spill`` (a private temporary one)."""
+    con.execute(f"SET memory_limit = '{MEMORY_LIMIT}'").fetchall()  # a constant
+    con.execute("SET temp_directory = ?", [str(spill)]).fetchall()
 
 
 def install_macros(con: duckdb.DuckDBPyConnection) -> None:
@@ -305,7 +317,8 @@ class _JsonLoader:
                         if parquet is None:
                             self.con.execute(f"CREATE OR REPLACE TABLE {table} AS {sql}", params).fetchall()
                         else:  # streamed: the spans never sit in memory all at once
-                            self.con.sql(sql, params=params).write_parquet(str(parquet), compression="zstd")
+                            self.con.sql(sql, params=params).write_parquet(
+                                str(parquet), compression="zstd", row_group_size=PARQUET_ROW_GROUP)
                     grown = [src for src, read in self._read.items() if read == src and self._grew(src)]
                     if not grown:
                         break

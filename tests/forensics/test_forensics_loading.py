@@ -14,9 +14,10 @@ from opentelemetry.sdk.trace.export import ConsoleSpanExporter, SimpleSpanProces
 
 from telemetry import conventions as c
 from telemetry.exceptions import ForensicsInputError
-from telemetry.forensics import open_traces
+from telemetry.forensics import ingest, open_traces
+from telemetry.forensics.loading import PARQUET_ROW_GROUP
 
-from forensics_builder import TraceBuilder, any_value, attrs, ns
+from forensics_builder import TraceBuilder, any_value, attrs, ns, otlp_span_json, service_line
 
 
 def _small() -> TraceBuilder:
@@ -289,3 +290,27 @@ def test_parquet_inputs_that_are_not_ingest_parts_are_refused_naming_the_file(tm
         assert str(path.resolve()) in str(caught.value)
     with pytest.raises(ForensicsInputError, match="sales.parquet"):  # next to JSON lines, too
         open_traces([_small().write(tmp_path / "foreign" / "t.jsonl")] + [foreign])
+
+
+def test_ingest_writes_a_large_file_in_bounded_row_groups_and_keeps_every_span(tmp_path: Path) -> None:
+    """ingest cuts a part into row groups of at most PARQUET_ROW_GROUP spans (each thread buffers one
+    under the memory limit), and the part holds every span exactly once."""
+    import duckdb
+
+    total = 2 * PARQUET_ROW_GROUP + 1000
+    source = tmp_path / "big.jsonl"
+    with open(source, "w", encoding="utf-8") as out:
+        for first in range(0, total, 1000):
+            spans = [otlp_span_json("%032x" % (n // 100 + 1), "%016x" % (n + 1), "", n, n + 10,
+                                    attrs(GEN_AI_TOOL_NAME="t", TOOL_KIND=c.KIND_READ))
+                     for n in range(first, min(first + 1000, total))]
+            out.write(service_line("svc", spans) + "\n")
+    result = ingest([source], tmp_path / "pq")
+    assert result.spans == total
+    part = str(next((tmp_path / "pq").glob("*.parquet")))
+    groups = duckdb.sql("SELECT row_group_id, any_value(row_group_num_rows) FROM parquet_metadata($p) GROUP BY 1",
+                        params={"p": part}).fetchall()
+    assert len(groups) >= 3 and max(rows for _, rows in groups) <= PARQUET_ROW_GROUP
+    with open_traces([tmp_path / "pq"]) as traces:
+        assert traces.connection.execute("SELECT count(DISTINCT span_id), count(*) FROM spans").fetchall() == [
+            (total, total)]
