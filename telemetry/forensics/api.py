@@ -24,7 +24,8 @@ from .clickhouse import source as ch_source
 from .clickhouse.window import iso, window
 from .evidence import Evidence, gather
 from .inputs import PathLike, resolve_inputs
-from .loading import MAX_LINE_BYTES, MEMORY_LIMIT, SPANS, LoadReport, Progress, limit_memory, load
+from .loading import MAX_LINE_BYTES, SPANS, LoadReport, Progress, limit_memory, load
+from .loading import MEMORY_LIMIT as MEMORY_LIMIT  # where callers (watch) have always found it
 from .questions import Question, all_questions, question
 from .report import Report, Section
 
