@@ -29,6 +29,12 @@ from .dedup import Duplicates, deduplicate
 from .inputs import TraceInputs
 from .validation import EXPECTED, Diagnosis, copy_prefix, describe, diagnose, truncated_tail, zstd_truncated
 
+__all__ = [
+    "LOADED", "MAX_LINE_BYTES", "MEMORY_LIMIT", "PARQUET_ROW_GROUP", "SPANS", "SPANS_BASE", "SPANS_LOADED",
+    "LoadReport", "Progress", "finish_load", "install_macros", "limit_memory", "load", "load_to_parquet",
+    "read_json_lines", "stderr_progress",
+]
+
 Progress = Callable[[str], None]
 """Receives one human-readable progress line (the CLI prints them to stderr)."""
 
