@@ -31,7 +31,7 @@ from .validation import EXPECTED, Diagnosis, copy_prefix, describe, diagnose, tr
 
 __all__ = [
     "LOADED", "MAX_LINE_BYTES", "MEMORY_LIMIT", "PARQUET_ROW_GROUP", "SPANS", "SPANS_BASE", "SPANS_LOADED",
-    "LoadReport", "Progress", "finish_load", "install_macros", "limit_memory", "load", "load_to_parquet",
+    "LoadReport", "Progress", "SkippedRow", "finish_load", "install_macros", "limit_memory", "load", "load_to_parquet",
     "read_json_lines", "stderr_progress",
 ]
 
