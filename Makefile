@@ -38,8 +38,11 @@ PYTEST_WORKERS ?= auto
 # each worker's start-up.
 PYTEST_PLUGINS := -p pytest_asyncio.plugin -p anyio.pytest_plugin -p _hypothesis_pytestplugin -p xdist.plugin -p pytest_outcome_telemetry
 
+# Bytecode is cached even where the environment says not to (PYTHONDONTWRITEBYTECODE): every
+# worker and every subprocess a test starts would otherwise compile the package and the test
+# modules (assertions rewritten) again.
 test: $(STAMP)
-	PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 $(PY) -m pytest $(PYTEST_PLUGINS) -n $(PYTEST_WORKERS) --dist worksteal $(PYTEST_ARGS)
+	env -u PYTHONDONTWRITEBYTECODE PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 $(PY) -m pytest $(PYTEST_PLUGINS) -n $(PYTEST_WORKERS) --dist worksteal $(PYTEST_ARGS)
 
 bench: $(STAMP)
 	$(PY) benchmarks/run.py $(BENCH_ARGS)
