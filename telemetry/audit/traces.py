@@ -21,6 +21,7 @@ from typing import Any
 from .. import conventions as c
 from ..exceptions import AuditTargetError, ForensicsInputError
 from ..forensics import open_traces
+from ..forensics.questions import DOUBLE_EXECUTIONS
 from .rules import no as answer_no, yes as answer_yes
 from . import model as m
 
@@ -53,7 +54,6 @@ _BY_AGENT = """
 SELECT tool_name, agent_id, count(*) AS calls FROM spans
 WHERE tool_name IS NOT NULL AND agent_id IS NOT NULL GROUP BY ALL ORDER BY tool_name, agent_id
 """
-_REPEATED_KINDS = ("repeated_execution", "conflict_accepted")
 
 
 @dataclass
@@ -123,7 +123,7 @@ def collect(paths: Sequence[str], scopes: Mapping[str, Sequence[str]] | None = N
         tools = {row[0]: ToolTraces(*row) for row in (tuple(r) for r in cursor.fetchall())}
         assert columns[0] == "tool_name"
         for row in forensics.run("idempotency_conflicts"):
-            if row["kind"] in _REPEATED_KINDS and row["tool_name"] in tools:
+            if row["kind"] in DOUBLE_EXECUTIONS and row["tool_name"] in tools:
                 tools[row["tool_name"]].repeated += 1
         for row in forensics.run("unpersisted_writes"):
             if row["tool_name"] in tools:

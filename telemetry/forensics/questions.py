@@ -9,11 +9,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import lru_cache
 
+from .. import conventions as c
 from ..exceptions import ForensicsInputError
 from ..runtime.resources import data_file
 
 __all__ = [
     "CRITICAL",
+    "DOUBLE_EXECUTIONS",
     "INFORMATIONAL",
     "NEXT_STEP",
     "QUESTION_NAMES",
@@ -43,10 +45,11 @@ QUESTION_NAMES: tuple[str, ...] = (
 )
 """Every question, in the order ``report`` shows them: by :data:`SEVERITY`, worst first."""
 
-CRITICAL, WARNING, RECORD = "critical", "warning", "record"
+CRITICAL, WARNING, RECORD = c.SEVERITY_CRITICAL, c.SEVERITY_WARNING, "record"
 SEVERITIES: tuple[str, ...] = (CRITICAL, WARNING, RECORD)
 """Worst first. Critical: something went wrong and someone was told it went right. Warning: the
-guards or a read-back caught it, or contention is growing. Record: explicit decisions to keep."""
+guards or a read-back caught it, or contention is growing. Record: explicit decisions to keep.
+The first two are the alert severities (``watch`` labels its findings with them)."""
 
 SEVERITY: dict[str, str] = {
     "bad_outcome_successes": CRITICAL,
@@ -65,6 +68,11 @@ SEVERITY: dict[str, str] = {
 }
 """Each question's severity. Records are reported but never trip ``--fail-on-findings``: a
 waiver is a reasoned decision and a refusal a prevented failure whose caller was told."""
+
+DOUBLE_EXECUTIONS: tuple[str, ...] = ("conflict_accepted", "repeated_execution")
+"""The ``kind`` values of ``idempotency_conflicts`` rows where a second change went through (no
+guard stopped it; see the question's SQL header): what ``watch`` counts and the audit calls a
+repeated execution."""
 
 NEXT_STEP: dict[str, str] = {
     "bad_outcome_successes": "Open the example traces and fix the tool or its check; its callers were told done.",

@@ -266,3 +266,14 @@ def test_the_mcp_sdks_tools_call_server_spans_change_no_question(tmp_path: Path)
         assert mixed.load_report.spans == 2 * plain.load_report.spans
         for name in QUESTION_NAMES:
             assert mixed.run(name) == plain.run(name), name
+
+
+def test_the_double_execution_kinds_are_kinds_the_question_produces() -> None:
+    """watch and the audit count rows by these kinds: a kind renamed in the SQL must fail here,
+    not silently stop both from counting double executions."""
+    from telemetry.forensics.questions import DOUBLE_EXECUTIONS, question
+
+    sql = question("idempotency_conflicts").sql
+    assert DOUBLE_EXECUTIONS
+    for kind in DOUBLE_EXECUTIONS:
+        assert f"SELECT '{kind}'," in sql

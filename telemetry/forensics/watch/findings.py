@@ -13,7 +13,7 @@ import json
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
-from ..questions import question
+from ..questions import DOUBLE_EXECUTIONS, question
 
 __all__ = ["Row", "WATCHED", "Watched", "counted", "finding_key", "watched_questions"]
 
@@ -42,7 +42,7 @@ WATCHED: dict[str, Watched] = {
     "unpersisted_writes": Watched(("run_id", "state_key", "trace_id", "span_id")),
     "stale_sends": Watched(("run_id", "trace_id", "span_id"), lambda r: r.get("verdict") == "sent_stale"),
     "idempotency_conflicts": Watched(("kind", "idempotency_key_hash", "trace_id", "span_id"),
-                                     lambda r: r.get("kind") in ("conflict_accepted", "repeated_execution")),
+                                     lambda r: r.get("kind") in DOUBLE_EXECUTIONS),
     "divergent_reads": Watched(("run_id", "state_key", "trace_id", "write_span_id"),
                                lambda r: r.get("lost_update") is True),
     "stale_holders": Watched(("run_id", "agent_id", "objective_task_id", "held_version"),
