@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ... import conventions as c
 from ._markup import esc, text_of
 
 _BOX_W, _BOX_H, _COL_GAP, _ROW_GAP = 210, 74, 60, 18
@@ -115,7 +116,7 @@ def timeline_svg(events: Sequence[Mapping[str, Any]], lost_spans: set[str], dive
 
 def bars_svg(parts_by_name: Mapping[str, Mapping[str, int]]) -> str:
     """Three stacked bars (transport, read-back, outcome), each value's share with its count."""
-    good = {"ok", "match", "not_applicable"}
+    good = {c.TRANSPORT_OK, c.OUTCOME_OK, c.READBACK_MATCH, c.READBACK_NOT_APPLICABLE}
     width, bar_h, gap, left = 720, 20, 10, 90
     rows = list(parts_by_name.items())
     height = len(rows) * (bar_h + gap) + 10
