@@ -9,13 +9,12 @@ overwrites without a version.
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 from types import ModuleType
 
 import audit_support  # noqa: F401  (skips without the extra, fails in CI)
 import pytest
+from module_files import import_module_file
 from audit_support import EXAMPLE, world  # noqa: F401  (fixture)
 
 from telemetry.audit import NO, NOT_APPLICABLE, YES, audit_tools
@@ -73,12 +72,7 @@ def test_a_scoped_inventory_answers_scoped_yes(world: World) -> None:
 
 @pytest.fixture(scope="module")
 def example() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("mcp_guarded_server_audit", EXAMPLE)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    return import_module_file(EXAMPLE, "mcp_guarded_server_audit")
 
 
 def test_mcp_example_server_answers_yes_wherever_applicable(example: ModuleType, tmp_path: Path) -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -11,6 +10,7 @@ from typing import Any
 import anyio
 import mcp_support  # noqa: F401  (skips without the SDK, fails in CI)
 import pytest
+from module_files import import_module_file
 
 from mcp import Client, ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
@@ -24,12 +24,7 @@ EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "mcp_guarded_server
 @pytest.fixture(scope="module")
 def example() -> ModuleType:
     """The example module, imported from its file."""
-    spec = importlib.util.spec_from_file_location("mcp_guarded_server_example", EXAMPLE)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    return import_module_file(EXAMPLE, "mcp_guarded_server_example")
 
 
 @pytest.fixture

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import subprocess
 import sys
 import uuid
@@ -13,6 +12,7 @@ from types import ModuleType
 from typing import Any
 
 import pytest
+from module_files import import_module_file
 from mcp_support import listing
 
 from mcp import Client
@@ -52,16 +52,6 @@ def echo(text: str) -> str:
     """Echo (decorated in the wrong order on purpose)."""
     return text
 '''
-
-
-def import_module_file(path: Path) -> ModuleType:
-    """Import a user's server module from a file, as a real import would."""
-    spec = importlib.util.spec_from_file_location(path.stem, path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[path.stem] = module
-    spec.loader.exec_module(module)
-    return module
 
 
 PLAIN: list[Callable[..., Any]] = [get_state, put_state, count]
