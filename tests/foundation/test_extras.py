@@ -19,3 +19,14 @@ def test_audit_without_the_mcp_sdk_says_which_extra_to_install(monkeypatch: pyte
     assert code == 2
     assert "auditing MCP targets needs mcp; install it with: pip install -e '/path/to/outcome-telemetry[mcp]'" in err
     assert "Traceback" not in err
+
+
+def test_clickhouse_without_its_client_says_which_extra_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The same advice, as the named error forensics raises, before anything is connected to."""
+    from telemetry.exceptions import ClickHouseInputError
+    from telemetry.forensics import open_clickhouse
+
+    monkeypatch.setitem(sys.modules, "clickhouse_connect", None)
+    with pytest.raises(ClickHouseInputError, match=r"reading from ClickHouse needs clickhouse_connect; install it "
+                                                   r"with: pip install -e '/path/to/outcome-telemetry\[clickhouse\]'"):
+        open_clickhouse("http://127.0.0.1:9/otel")

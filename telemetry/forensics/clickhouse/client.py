@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterator, Mapping, Optional
 from urllib.parse import parse_qsl, unquote, urlsplit
 
+from ..._extras import require
 from ...exceptions import (
     ClickHouseAuthError,
     ClickHouseInputError,
@@ -217,21 +218,14 @@ def _batches(context: Any, connection: ClickHouseConnection, doing: str) -> Iter
 def connect(url: str, *, password_env: str = PASSWORD_ENV, environ: Optional[Mapping[str, str]] = None) -> ClickHouseConnection:
     """Open a client for ``url``, with the password from ``password_env``, and check it answers."""
     target = parse_url(url)
-    try:
-        import clickhouse_connect
-    except ImportError:
-        raise ClickHouseInputError(
-            "reading from ClickHouse needs clickhouse-connect: pip install -e '/path/to/outcome-telemetry[clickhouse]'") from None
+    clickhouse_connect = require("clickhouse_connect", extra="clickhouse", needed_for="reading from ClickHouse",
+                                 error=ClickHouseInputError)
     env = os.environ if environ is None else environ
     password = env.get(password_env) or None
     connect_timeout = _seconds(target.options, "connect_timeout", CONNECT_TIMEOUT_S)
     query_timeout = _seconds(target.options, "query_timeout", QUERY_TIMEOUT_S)
     if target.scheme == "chdb":
-        try:
-            import chdb  # noqa: F401  (clickhouse-connect's chdb backend needs it)
-        except ImportError:
-            raise ClickHouseInputError(
-                "a chdb:// URL needs chDB in process: pip install -e '/path/to/outcome-telemetry[chdb]'") from None
+        require("chdb", extra="chdb", needed_for="a chdb:// URL (chDB in process)", error=ClickHouseInputError)
         kwargs: dict[str, Any] = {"dsn": f"chdb://{target.path}"}
     else:
         verify = target.options.get("verify", "1").lower() not in ("0", "false", "no")
