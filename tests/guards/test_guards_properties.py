@@ -93,7 +93,16 @@ def test_write_state_answers_anything_and_writes_only_valid_values(
     """write_state: any input gets an envelope; an accepted write reads back exactly as sent."""
     result = answered(crew, crew.state.write_state(key, value, expected, agent_id))
     if result["ok"]:
-        assert crew.state.read_state(key)["value"] == value or isinstance(value, tuple)
+        assert crew.state.read_state(key)["value"] == as_json(value)
+
+
+def as_json(value: Any) -> Any:
+    """``value`` as JSON carries it back: a tuple, at any depth, as a list."""
+    if isinstance(value, (list, tuple)):
+        return [as_json(item) for item in value]
+    if isinstance(value, dict):
+        return {key: as_json(item) for key, item in value.items()}
+    return value
 
 
 @FUZZ
