@@ -42,6 +42,17 @@ def sqlstate(exc: BaseException) -> str | None:
     return code if isinstance(code, str) else None
 
 
+def _first_line(exc: BaseException) -> str:
+    """The first line of the server's message (its detail lines are for logs), or the class name."""
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+def _unavailable(code: str | None) -> tuple[str, str] | None:
+    """``(reason, what is wrong)`` when ``code`` says the server cannot do the work at all."""
+    return _UNAVAILABLE.get(code or "") or _UNAVAILABLE_CLASSES.get((code or "")[:2])
+
+
 def _is_psycopg_error(exc: BaseException) -> bool:
     return any(cls.__module__.startswith("psycopg") for cls in type(exc).__mro__ if cls.__name__ == "Error")
 
@@ -51,7 +62,7 @@ def mapped(path: str, exc: BaseException, lock_timeout: float) -> BaseException:
     if not _is_psycopg_error(exc):
         return exc
     code = sqlstate(exc)
-    first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    first = _first_line(exc)
     if code in _BUSY:
         return StoreBusy(
             path, exc, waited_seconds=lock_timeout, retry_after_seconds=RETRY_AFTER_SECONDS,
@@ -67,7 +78,7 @@ def mapped(path: str, exc: BaseException, lock_timeout: float) -> BaseException:
             path, exc, waited_seconds=0.0, retry_after_seconds=RETRY_AFTER_SECONDS,
             message=f"the guard store {path} lost its connection ({code or 'no SQLSTATE'}: {first}); {outcome}: retry",
         )
-    known = _UNAVAILABLE.get(code or "") or _UNAVAILABLE_CLASSES.get((code or "")[:2])
+    known = _unavailable(code)
     if known is not None:
         reason, what = known
         return StoreUnavailable(path, reason, f"the guard store {path} {what} (SQLSTATE {code}: {first}); nothing was written")
@@ -86,8 +97,8 @@ def unreachable(path: str, cause: BaseException, connect_timeout: float) -> Stor
 def cannot_connect(path: str, exc: BaseException, connect_timeout: float) -> StoreUnavailable:
     """The construction-time error for a server that refused or did not answer the first connection."""
     code = sqlstate(exc)
-    first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-    known = _UNAVAILABLE.get(code or "") or _UNAVAILABLE_CLASSES.get((code or "")[:2])
+    first = _first_line(exc)
+    known = _unavailable(code)
     if known is not None:
         reason, what = known
         return StoreUnavailable(path, reason, f"the guard store {path} {what} (SQLSTATE {code}: {first})")
