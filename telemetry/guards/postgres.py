@@ -54,7 +54,6 @@ map_error = _pg_errors.mapped
 
 # One message each (no parameters, so several statements may share it): one round trip.
 _BEGIN_WRITE = f"BEGIN ISOLATION LEVEL READ COMMITTED; SELECT pg_advisory_xact_lock({WRITE_LOCK_KEY})"
-_BEGIN_SHARED = f"BEGIN ISOLATION LEVEL READ COMMITTED; SELECT pg_advisory_xact_lock_shared({WRITE_LOCK_KEY})"
 _BEGIN_READ = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
 _BEGIN_SCHEMA = f"BEGIN ISOLATION LEVEL READ COMMITTED; SELECT pg_advisory_xact_lock({SCHEMA_LOCK_KEY})"
 # The shared write lock as a condition: true, once the lock is held. In a conditional write it is
@@ -346,14 +345,13 @@ class PostgresStore:
         except Exception:
             raw.close()
 
-    def transaction(self, *, exclusive: bool = True) -> Any:
+    def transaction(self) -> Any:
         """A write transaction holding the store's write lock: commits on success, rolls back on error.
 
-        ``exclusive=False`` takes the lock shared, for a transaction whose every write is one
-        conditional statement (a compare-and-set): such writers run side by side, row locks
-        order them, and an exclusive transaction (a plan commit) still excludes them all.
+        It excludes every other writer, a :meth:`conditional_write` (which takes the lock shared)
+        included.
         """
-        return self._transaction(_BEGIN_WRITE if exclusive else _BEGIN_SHARED)
+        return self._transaction(_BEGIN_WRITE)
 
     def read(self) -> Any:
         """A read-only transaction on one snapshot."""

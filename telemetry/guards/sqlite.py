@@ -135,11 +135,8 @@ class SQLiteStore:
             if self._shared is conn:
                 self._shared = None
 
-    def transaction(self, *, exclusive: bool = True) -> AbstractContextManager[sqlite3.Connection]:
+    def transaction(self) -> AbstractContextManager[sqlite3.Connection]:
         """A write transaction (``BEGIN IMMEDIATE``): commits on success, rolls back on error.
-
-        SQLite has one writer at a time, so ``exclusive`` changes nothing here (see
-        :meth:`telemetry.guards.store.Store.transaction`).
 
         Raises :class:`StoreBusy` when the write lock could not be had within the busy timeout.
         A failed ``COMMIT`` or ``ROLLBACK`` never leaves this thread's connection inside an open

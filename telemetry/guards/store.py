@@ -104,14 +104,12 @@ class Store(Protocol):
     dialect: str
     """The SQL dialect of the store's connection (``sqlite`` or ``postgresql``)."""
 
-    def transaction(self, *, exclusive: bool = True) -> AbstractContextManager[Any]:
+    def transaction(self) -> AbstractContextManager[Any]:
         """A write transaction: commits on success, rolls back on error.
 
-        An exclusive transaction runs alone among writers, as SQLite's ``BEGIN IMMEDIATE`` does,
-        so a read-check-write inside it cannot interleave with another. ``exclusive=False`` is
-        for a transaction whose every write is one conditional statement (a compare-and-set),
-        which a store may run beside other such transactions; it still never overlaps an
-        exclusive one.
+        It runs alone among writers, as SQLite's ``BEGIN IMMEDIATE`` does, so a read-check-write
+        inside it cannot interleave with another (a lone compare-and-set, which needs no such
+        guarantee, is :meth:`conditional_write`).
         """
 
     def read(self) -> AbstractContextManager[Any]:
@@ -127,9 +125,8 @@ class Store(Protocol):
         them (PostgreSQL: one statement; SQLite: one ``BEGIN IMMEDIATE`` transaction). ``write``
         is one conditional statement (``UPDATE ... WHERE ...``, or ``INSERT ... SELECT ... WHERE
         ... ON CONFLICT DO NOTHING``) whose condition includes :data:`WRITE_GATE`; ``log`` is an
-        ``INSERT INTO table (columns) SELECT ?, ...`` without a FROM clause. It runs as
-        ``transaction(exclusive=False)`` would: beside other such writes, never overlapping an
-        exclusive transaction.
+        ``INSERT INTO table (columns) SELECT ?, ...`` without a FROM clause. A store may run it
+        beside other such writes (row locks order them); it never overlaps a :meth:`transaction`.
         """
 
     def ensure_schema(self, name: str, ddl: str) -> None:
