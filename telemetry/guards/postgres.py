@@ -1,7 +1,7 @@
 """The guards' store on PostgreSQL: one database shared by every process on every host.
 
 :class:`PostgresStore` implements :class:`~telemetry.guards.store.Store` with psycopg 3 and a
-connection pool (``pip install 'outcome-telemetry[postgres]'``), so every guard accepts it as it
+connection pool of its own (the ``postgres`` extra), so every guard accepts it as it
 accepts :class:`~telemetry.guards.SQLiteStore`, with the same envelopes and guarantees:
 
 - a write transaction takes one transaction-scoped advisory lock first, so writers serialise as
@@ -34,6 +34,7 @@ from functools import lru_cache
 from typing import Any
 from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
+from .._extras import require
 from ..exceptions import ConfigurationError
 from . import _pg_errors, _pg_pool
 from .store import SERVER_SCHEMES, WRITE_GATE, StoreUnavailable
@@ -217,11 +218,9 @@ class PostgresStore:
         lock_timeout: float = 10.0,
         statement_timeout: float = 30.0,
     ) -> None:
-        try:
-            import psycopg  # noqa: F401
-            from psycopg.conninfo import conninfo_to_dict
-        except ImportError:
-            raise ConfigurationError("PostgresStore needs psycopg 3: pip install 'outcome-telemetry[postgres]'") from None
+        psycopg = require("psycopg", extra="postgres", needed_for="PostgresStore", error=ConfigurationError)
+        conninfo_to_dict = require("psycopg.conninfo", extra="postgres", needed_for="PostgresStore",
+                                   error=ConfigurationError).conninfo_to_dict
         if not isinstance(dsn, str) or not dsn.strip():
             raise ConfigurationError(f"PostgresStore needs a connection string such as postgresql://user@host/db, got {dsn!r}")
         try:

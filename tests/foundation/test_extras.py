@@ -30,3 +30,13 @@ def test_clickhouse_without_its_client_says_which_extra_to_install(monkeypatch: 
     with pytest.raises(ClickHouseInputError, match=r"reading from ClickHouse needs clickhouse_connect; install it "
                                                    r"with: pip install -e '/path/to/outcome-telemetry\[clickhouse\]'"):
         open_clickhouse("http://127.0.0.1:9/otel")
+
+
+def test_postgres_store_without_psycopg_says_which_extra_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
+    from telemetry.exceptions import ConfigurationError
+    from telemetry.guards import PostgresStore
+
+    monkeypatch.setitem(sys.modules, "psycopg", None)
+    with pytest.raises(ConfigurationError, match=r"PostgresStore needs psycopg; install it with: "
+                                                 r"pip install -e '/path/to/outcome-telemetry\[postgres\]'"):
+        PostgresStore("postgresql://crew@127.0.0.1:9/crew")
