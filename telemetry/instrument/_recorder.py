@@ -168,26 +168,31 @@ class _Interrupted:
 
 
 def _run_user(
-    stage: str, place: str, fn: Any, call: Call, result: Any, interrupted: _Interrupted
+    stage: str, what: str, fn: Any, call: Call, result: Any, interrupted: _Interrupted
 ) -> tuple[bool, Any]:
+    """``fn(call, result)``, contained. A failure is reported as ``what`` + the tool's name, a
+    string built only then: a call that succeeds formats nothing."""
     try:
         return True, fn(call, result)
     except Exception as exc:
-        _safe.report(stage, place, exc)
+        _safe.report(stage, f"{what} {call.spec.name}", exc)
         return False, None
     except BaseException as exc:
         interrupted.keep(exc)
         return False, None
 
 
-def _outcome_text(place: str, value: Any) -> str | None:
-    """``value`` as an outcome code; None (keep the derived one) when it cannot be made a string."""
+def _outcome_text(what: str, call: Call, value: Any) -> str | None:
+    """``value`` as an outcome code; None (keep the derived one) when it cannot be made a string.
+
+    ``what`` + the tool's name says where the value came from, in a report made only on failure.
+    """
     if isinstance(value, str):
         return value
     try:
         return str(value)
     except Exception as exc:
-        _safe.report(c.STAGE_OUTCOME, place, exc)
+        _safe.report(c.STAGE_OUTCOME, f"{what} {call.spec.name}", exc)
         return None
 
 
@@ -241,13 +246,13 @@ def _finish(call: Call, runtime: Runtime, exc: BaseException | None, result: Any
             transport, outcome, status_code = c.TRANSPORT_OK, c.OUTCOME_OK, None
         told = transport != c.TRANSPORT_OK or outcome != c.OUTCOME_OK
         if call.outcome is not None:
-            outcome = _outcome_text(f"the outcome set inside {spec.name}", call.outcome) or outcome
+            outcome = _outcome_text("the outcome set inside", call, call.outcome) or outcome
         if spec.outcome is not None:
             ok, chosen = _run_user(
-                c.STAGE_CLASSIFIER, f"the outcome classifier of {spec.name}", spec.outcome, call, result, interrupted
+                c.STAGE_CLASSIFIER, "the outcome classifier of", spec.outcome, call, result, interrupted
             )
             if ok and chosen is not None:
-                outcome = _outcome_text(f"the outcome classifier of {spec.name}", chosen) or outcome
+                outcome = _outcome_text("the outcome classifier of", call, chosen) or outcome
         readback = call.readback or _readback(spec, call, result, transport, outcome, interrupted)
         if readback == c.READBACK_MISMATCH and outcome == c.OUTCOME_OK:
             outcome = c.OUTCOME_READBACK_MISMATCH
@@ -302,7 +307,7 @@ def _readback(spec: ToolSpec, call: Call, result: Any, transport: str, outcome: 
         return c.READBACK_NOT_APPLICABLE
     if spec.readback is None or transport != c.TRANSPORT_OK or outcome in c.REFUSAL_OUTCOMES:
         return c.READBACK_SKIPPED
-    ok, value = _run_user(c.STAGE_READBACK, f"the read-back of {spec.name}", spec.readback, call, result, interrupted)
+    ok, value = _run_user(c.STAGE_READBACK, "the read-back of", spec.readback, call, result, interrupted)
     if not ok:
         return c.READBACK_ERROR
     try:
