@@ -83,11 +83,19 @@ def test_outcome_codes_must_be_short_snake_case(code: Any) -> None:
         def tool() -> None: ...
 
 
-def test_a_good_outcome_code_is_accepted() -> None:
-    """A short snake_case code is a valid declared outcome."""
+def test_a_good_outcome_code_is_accepted(telemetry_capture: Capture) -> None:
+    """A short snake_case code is a valid declared outcome: it reaches the metric label as itself."""
 
-    @instrument_tool(outcomes=["refund_capped", "over_limit_2"])
-    def tool() -> None: ...
+    @instrument_tool(name="capped_refund", outcomes=["refund_capped", "over_limit_2"])
+    def tool(code: str) -> dict[str, Any]:
+        return {"ok": False, "error": code}
+
+    tool("refund_capped")
+    tool("over_limit_2")
+    tool("never_declared")
+    assert telemetry_capture.calls("capped_refund", outcome="refund_capped") == 1
+    assert telemetry_capture.calls("capped_refund", outcome="over_limit_2") == 1
+    assert telemetry_capture.calls("capped_refund", outcome=c.OUTCOME_OTHER) == 1
 
 
 @pytest.mark.parametrize(
