@@ -20,7 +20,7 @@ from opentelemetry.trace import Status, StatusCode
 from ..runtime import containment as _safe
 from .. import conventions as c
 from .call import Call, _current
-from .classify import error_type_of, readback_value
+from .classify import OK, error_type_of, readback_value
 from .context import current_agent, current_tool_call_id
 from .redact import is_secret_name, redact
 
@@ -237,14 +237,15 @@ def _finish(call: Call, runtime: Runtime, exc: BaseException | None, result: Any
         error_type = error_type_of(exc)
     else:
         try:
-            transport, outcome, status_code = spec.classify(result)
+            verdict = spec.classify(result)
         except Exception as failure:  # a result whose .get, __getattr__ or properties raise
             _safe.report(c.STAGE_CLASSIFIER, f"classifying a result of {spec.name}", failure)
-            transport, outcome, status_code = c.TRANSPORT_OK, c.OUTCOME_OK, None
+            verdict = OK
         except BaseException as stop:
             interrupted.keep(stop)
-            transport, outcome, status_code = c.TRANSPORT_OK, c.OUTCOME_OK, None
-        told = transport != c.TRANSPORT_OK or outcome != c.OUTCOME_OK
+            verdict = OK
+        transport, outcome, status_code = verdict
+        told = verdict.reported_failure
         if call.outcome is not None:
             outcome = _outcome_text("the outcome set inside", call, call.outcome) or outcome
         if spec.outcome is not None:
