@@ -104,6 +104,11 @@ def build_otlp_exporter(choice: OtlpChoice) -> SpanExporter:
     return HttpExporter(endpoint=choice.endpoint)
 
 
+def service_name_of(resource: Resource) -> str:
+    """The ``service.name`` a resource gives its spans (the SDK's ``unknown_service`` when it has none)."""
+    return str(resource.attributes.get(c.SERVICE_NAME, "unknown_service"))
+
+
 def is_ours(provider: object) -> bool:
     """True when ``configure()`` created ``provider`` (and it still exists)."""
     return isinstance(provider, TracerProvider) and provider in OUR_PROVIDERS
@@ -180,7 +185,7 @@ def plan(
     provider = _existing_provider(tracer_provider, install_global)
     resource = Resource.create({c.SERVICE_NAME: service_name} if service_name else {})
     if provider is not None:
-        effective = str(provider.resource.attributes.get(c.SERVICE_NAME, "unknown_service"))
+        effective = service_name_of(provider.resource)
         if service_name is not None and service_name != effective:
             logger.warning(
                 "outcome-telemetry: service_name=%r cannot apply: the application's TracerProvider names the "
@@ -195,7 +200,7 @@ def plan(
             )
             otlp = None
     else:
-        effective = str(resource.attributes.get(c.SERVICE_NAME, "unknown_service"))
+        effective = service_name_of(resource)
     from .multiprocess import resolve
 
     shared_metrics = resolve(multiprocess_dir)

@@ -40,7 +40,7 @@ from prometheus_client.openmetrics.exposition import generate_latest as generate
 from . import active as _state
 from .. import conventions as c
 from ..exceptions import ConfigurationError
-from ._plan import OUR_PROVIDERS, Plan, build_otlp_exporter, is_ours, plan
+from ._plan import OUR_PROVIDERS, Plan, build_otlp_exporter, is_ours, plan, service_name_of
 from .batching import BatchSettings, CountingBatchProcessor
 from .exporter import JsonLinesSpanExporter
 from .metrics import ToolMetrics
@@ -97,7 +97,7 @@ class Runtime:
 
     @property
     def service_name(self) -> str:
-        return str(self.provider.resource.attributes.get(c.SERVICE_NAME, "unknown_service"))
+        return service_name_of(self.provider.resource)
 
     @property
     def traces_dir(self) -> Path | None:
