@@ -25,7 +25,6 @@ from .clickhouse.window import iso, window
 from .evidence import Evidence, gather
 from .inputs import PathLike, resolve_inputs
 from .loading import MAX_LINE_BYTES, SPANS, LoadReport, Progress, limit_memory, load
-from .loading import MEMORY_LIMIT as MEMORY_LIMIT  # where callers (watch) have always found it
 from .questions import Question, all_questions, question
 from .report import Report, Section
 
@@ -98,7 +97,7 @@ class Forensics:
 
 def _open(loader: Callable[[duckdb.DuckDBPyConnection], LoadReport], given: list[str],
           threads: Optional[int]) -> Forensics:
-    """A DuckDB database in a private temporary folder, under :data:`MEMORY_LIMIT`, with ``spans``
+    """A DuckDB database in a private temporary folder, under :data:`~.loading.MEMORY_LIMIT`, with ``spans``
     made by ``loader``; removed again if loading fails (else on :meth:`Forensics.close`)."""
     workdir = Path(tempfile.mkdtemp(prefix="outcome-telemetry-forensics-db-"))
     con = duckdb.connect(str(workdir / "spans.duckdb"))

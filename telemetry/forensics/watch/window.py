@@ -23,9 +23,9 @@ from typing import Any, Optional
 import duckdb
 
 from ...exceptions import ForensicsInputError
-from ..api import MEMORY_LIMIT
 from ..evidence import Evidence, gather
-from ..loading import MAX_LINE_BYTES, SPANS_LOADED, LoadReport, finish_load, install_macros, read_json_lines
+from ..loading import (MAX_LINE_BYTES, SPANS_LOADED, LoadReport, finish_load, install_macros, limit_memory,
+                       read_json_lines)
 from ..questions import question
 from .follow import Chunk
 
@@ -63,8 +63,7 @@ def open_database(database: Optional[Path]) -> tuple[Path, duckdb.DuckDBPyConnec
         shutil.rmtree(tmp, ignore_errors=True)
         raise ForensicsInputError(f"the window database {path} cannot be opened ({error}); delete it "
                                   "(the next start rebuilds the window from new lines)") from None
-    con.execute(f"SET memory_limit = '{MEMORY_LIMIT}'").fetchall()  # a constant
-    con.execute("SET temp_directory = ?", [str(tmp / "spill")]).fetchall()
+    limit_memory(con, tmp / "spill")
     install_macros(con)
     return tmp, con
 
