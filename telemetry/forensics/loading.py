@@ -30,7 +30,7 @@ from .inputs import TraceInputs
 from .validation import EXPECTED, Diagnosis, copy_prefix, describe, diagnose, truncated_tail, zstd_truncated
 
 __all__ = [
-    "LOADED", "MAX_LINE_BYTES", "MEMORY_LIMIT", "PARQUET_ROW_GROUP", "SPANS", "SPANS_BASE", "SPANS_LOADED",
+    "MAX_LINE_BYTES", "MEMORY_LIMIT", "PARQUET_ROW_GROUP", "SPANS", "SPANS_BASE", "SPANS_LOADED",
     "LoadReport", "Progress", "SkippedRow", "finish_load", "install_macros", "limit_memory", "load", "load_to_parquet",
     "read_json_lines", "stderr_progress",
 ]
@@ -40,14 +40,12 @@ Progress = Callable[[str], None]
 
 SPANS = "spans"
 SPANS_LOADED = "spans_loaded"
-"""Every span read, copies included: a table from JSON lines, or a view over Parquet parts."""
+"""Every span read, copies included: a table from JSON lines (or from rows of a source other than
+files, ClickHouse, before it calls :func:`finish_load`), or a view over Parquet parts."""
 SPANS_BASE = "spans_base"
 """One row per (trace id, span id) (see :mod:`.dedup`); ``spans`` is a view over it."""
 MAX_LINE_BYTES = 16 * 1024 * 1024
 """The default longest line read (``--max-line-bytes``); DuckDB refuses longer ones."""
-LOADED = SPANS_LOADED
-"""The table a source other than files (ClickHouse) writes its rows into before it calls
-:func:`finish_load`; the JSON-lines loader writes the same table."""
 MEMORY_LIMIT = "600MB"
 """DuckDB's memory limit for a report and for ``ingest``: what does not fit is spilled to a
 temporary folder, so memory stays flat however many spans are read."""

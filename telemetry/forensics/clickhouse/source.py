@@ -20,7 +20,7 @@ import duckdb
 
 from ... import conventions as c
 from ...exceptions import ClickHouseBadRows, ClickHouseInputError, TooManySpans
-from ..loading import LOADED, LoadReport, Progress, SkippedRow, finish_load, install_macros
+from ..loading import SPANS_LOADED, LoadReport, Progress, SkippedRow, finish_load, install_macros
 from .client import ClickHouseConnection
 from .select import Window, attribute_keys, check_columns, quote_identifier, spans_select
 from .window import iso
@@ -72,13 +72,13 @@ breaks (NULL for a good row). (The relation names are constants; the two values 
 
 _TYPED_SQL = f"""
 CREATE OR REPLACE TEMP VIEW {_GOOD} AS SELECT * EXCLUDE (problem) FROM {_ROWS} WHERE problem IS NULL;
-CREATE OR REPLACE TABLE {LOADED} AS SELECT * FROM otlp_typed('{_GOOD}');
+CREATE OR REPLACE TABLE {SPANS_LOADED} AS SELECT * FROM otlp_typed('{_GOOD}');
 DROP VIEW {_GOOD};
 """
 """The good rows typed alike (``otlp_typed``, as the JSON-lines path types its spans)."""
 
-_TOOL_SQL = """
-SELECT count(*) FILTER (WHERE NOT list_has_any(attribute_keys, CAST($tool_keys AS VARCHAR[]))) FROM spans_loaded
+_TOOL_SQL = f"""
+SELECT count(*) FILTER (WHERE NOT list_has_any(attribute_keys, CAST($tool_keys AS VARCHAR[]))) FROM {SPANS_LOADED}
 """
 """Loaded spans that are not tool spans: read only because they parent one (see the select)."""
 
@@ -202,7 +202,7 @@ def load_clickhouse(
         con.execute(_TYPED_SQL).fetchall()
     finally:
         con.execute(f"DROP TABLE IF EXISTS {_ROWS}").fetchall()
-    report.spans = int(con.execute(f"SELECT count(*) FROM {LOADED}").fetchall()[0][0])
+    report.spans = int(con.execute(f"SELECT count(*) FROM {SPANS_LOADED}").fetchall()[0][0])
     report.parent_spans = int(con.execute(_TOOL_SQL, {"tool_keys": list(attribute_keys().tool_keys)}).fetchall()[0][0])
     finish_load(con, report)
     report.seconds = time.perf_counter() - started

@@ -23,7 +23,7 @@ from ..clickhouse.client import PASSWORD_ENV, ClickHouseConnection, connect, par
 from ..clickhouse.select import Window as ReadWindow
 from ..clickhouse.source import load_clickhouse, plan_read
 from ..evidence import Evidence
-from ..loading import SPANS_LOADED, LoadReport, SkippedRow
+from ..loading import SPANS_BASE, SPANS_LOADED, LoadReport, SkippedRow
 from .window import judge, open_database
 
 __all__ = ["ClickHouseSource", "ClickHouseWindow", "Fetched"]
@@ -103,7 +103,7 @@ class ClickHouseWindow:
             raise
         self.report = report
         row = self.con.execute(f"SELECT count(*), coalesce(max(end_time_unix_nano), 0), "
-                               f"(SELECT count(*) FROM {SPANS_LOADED}) FROM spans_base").fetchall()[0]
+                               f"(SELECT count(*) FROM {SPANS_LOADED}) FROM {SPANS_BASE}").fetchall()[0]
         self.spans, self.newest_ns = int(row[0]), int(row[1])
         named = set(report.skipped_rows)
         unnamed = report.skipped_row_count - len(named)
