@@ -22,7 +22,7 @@ from ..exceptions import ClickHouseInputError, ForensicsInputError
 from .clickhouse import client as ch_client
 from .clickhouse import source as ch_source
 from .clickhouse.window import iso, window
-from .evidence import Evidence, gather
+from .evidence import Evidence, gather, rows
 from .inputs import PathLike, resolve_inputs
 from .loading import MAX_LINE_BYTES, SPANS, LoadReport, Progress, limit_memory, load
 from .questions import Question, all_questions, question
@@ -73,9 +73,7 @@ class Forensics:
 
     def run(self, name: str) -> list[dict[str, Any]]:
         """Question ``name``'s rows as dictionaries, in the question's order (worst first)."""
-        result = self.connection.execute(question(name).sql)
-        columns = [d[0] for d in result.description]
-        return [dict(zip(columns, row)) for row in result.fetchall()]
+        return rows(self.connection, question(name).sql)
 
     def columns(self, name: str) -> list[str]:
         """Question ``name``'s column names."""

@@ -20,7 +20,7 @@ gathers, once per connection:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Optional, Sequence
 
 import duckdb
 
@@ -195,8 +195,9 @@ class Evidence:
         return out
 
 
-def _rows(con: duckdb.DuckDBPyConnection, sql: str) -> list[dict[str, Any]]:
-    result = con.execute(sql)
+def rows(con: duckdb.DuckDBPyConnection, sql: str, params: Optional[Sequence[Any]] = None) -> list[dict[str, Any]]:
+    """The rows of ``sql`` (``params`` bound) as dictionaries by column name, in the query's order."""
+    result = con.execute(sql) if params is None else con.execute(sql, list(params))
     columns = [d[0] for d in result.description]
     return [dict(zip(columns, row)) for row in result.fetchall()]
 
@@ -227,18 +228,18 @@ def gather(con: duckdb.DuckDBPyConnection, load: LoadReport) -> Evidence:
             evidence.ignored["no tool.kind, attributes of more than one kind"] = int(n)
         else:
             evidence.ignored["no tool.kind, no attribute decides it"] = int(n)
-    chains = _rows(con, "SELECT run_id, root_task_id, baseline_hop, root_seen FROM delegation_chains "
+    chains = rows(con, "SELECT run_id, root_task_id, baseline_hop, root_seen FROM delegation_chains "
                         "ORDER BY run_id, root_task_id")
     evidence.chains = len(chains)
     rootless = [{k: c[k] for k in ("run_id", "root_task_id", "baseline_hop")} for c in chains if not c["root_seen"]]
     evidence.chains_without_root_count, evidence.chains_without_root = len(rootless), rootless[:LISTED]
-    gaps = _rows(con, "SELECT run_id, root_task_id, missing_task_id, task_id, hop FROM delegation_gaps "
+    gaps = rows(con, "SELECT run_id, root_task_id, missing_task_id, task_id, hop FROM delegation_gaps "
                       "ORDER BY run_id, root_task_id, hop, task_id")
     evidence.gap_count, evidence.gaps = len(gaps), gaps[:LISTED]
     evidence.clock_skew = [
         {"service_name": r["service_name"], "relative_to": r["relative_to"], "pairs": r["pairs"],
          "violations": r["violations"], "offset_ms": r["offset_ns"] / 1e6, "uncertainty_ms": r["uncertainty_ns"] / 1e6}
-        for r in _rows(con, "SELECT * FROM clock_skew ORDER BY uncertainty_ns DESC, service_name LIMIT "
+        for r in rows(con, "SELECT * FROM clock_skew ORDER BY uncertainty_ns DESC, service_name LIMIT "
                             f"{LISTED}")
     ]
     return evidence

@@ -11,6 +11,8 @@ from typing import Any
 
 import duckdb
 
+from ..evidence import rows
+
 MAX_CHAINS = 20
 MAX_KEYS = 20
 MAX_EVENTS_PER_KEY = 60
@@ -51,30 +53,24 @@ ORDER BY tool_name
 """
 
 
-def _rows(con: duckdb.DuckDBPyConnection, sql: str, params: Sequence[Any]) -> list[dict[str, Any]]:
-    result = con.execute(sql, list(params))
-    names = [d[0] for d in result.description]
-    return [dict(zip(names, row)) for row in result.fetchall()]
-
-
 def chains(con: duckdb.DuckDBPyConnection, lossy_roots: Sequence[str]) -> dict[str, list[dict[str, Any]]]:
     """Accepted tasks of up to :data:`MAX_CHAINS` delegation chains (those with a loss first)."""
-    roots = [r["root"] for r in _rows(con, _ROOTS, [list(lossy_roots), MAX_CHAINS])]
+    roots = [r["root"] for r in rows(con, _ROOTS, [list(lossy_roots), MAX_CHAINS])]
     out: dict[str, list[dict[str, Any]]] = {root: [] for root in roots}
-    for task in _rows(con, _CHAIN_TASKS, [roots]):
+    for task in rows(con, _CHAIN_TASKS, [roots]):
         out[task["root"]].append(task)
     return out
 
 
 def key_events(con: duckdb.DuckDBPyConnection, run_id: str, key: str) -> list[dict[str, Any]]:
     """Reads and writes of one state key in one run, in time order (at most :data:`MAX_EVENTS_PER_KEY`)."""
-    return _rows(con, _KEY_EVENTS, [key, run_id, MAX_EVENTS_PER_KEY])
+    return rows(con, _KEY_EVENTS, [key, run_id, MAX_EVENTS_PER_KEY])
 
 
 def tool_breakdown(con: duckdb.DuckDBPyConnection) -> dict[str, dict[str, dict[str, int]]]:
     """Per tool (at most :data:`MAX_TOOLS`), call counts by transport, read-back and outcome."""
     out: dict[str, dict[str, dict[str, int]]] = {}
-    for r in _rows(con, _TOOLS, []):
+    for r in rows(con, _TOOLS):
         tool = out.setdefault(r["tool_name"], {"transport": {}, "readback": {}, "outcome": {}})
         for part in ("transport", "readback", "outcome"):
             value = r[part] if r[part] is not None else "(none)"

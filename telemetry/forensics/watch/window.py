@@ -23,7 +23,7 @@ from typing import Any, Optional
 import duckdb
 
 from ...exceptions import ForensicsInputError
-from ..evidence import Evidence, gather
+from ..evidence import Evidence, gather, rows
 from ..loading import (MAX_LINE_BYTES, SPANS_LOADED, LoadReport, finish_load, install_macros, limit_memory,
                        read_json_lines)
 from ..questions import question
@@ -72,12 +72,7 @@ def judge(con: duckdb.DuckDBPyConnection, report: LoadReport, names: list[str]) 
     """The evidence over the loaded spans in ``con`` and the rows of questions ``names``, exactly
     as a report computes them (``finish_load`` must have run)."""
     evidence = gather(con, report)
-    out: dict[str, list[dict[str, Any]]] = {}
-    for name in names:
-        result = con.execute(question(name).sql)
-        columns = [d[0] for d in result.description]
-        out[name] = [dict(zip(columns, row)) for row in result.fetchall()]
-    return evidence, out
+    return evidence, {name: rows(con, question(name).sql) for name in names}
 
 
 class Window:
