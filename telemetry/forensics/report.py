@@ -39,6 +39,11 @@ def _plain(value: Any) -> Any:
     return str(value)
 
 
+def _plain_rows(rows: Sequence[dict[str, Any]], columns: Sequence[str]) -> list[dict[str, Any]]:
+    """``rows`` restricted to ``columns``, in that order, each value JSON-friendly (:func:`_plain`)."""
+    return [{c: _plain(r.get(c)) for c in columns} for r in rows]
+
+
 def _text(value: Any) -> str:
     plain = _plain(value)
     if plain is None:
@@ -84,7 +89,7 @@ def format_rows(rows: Sequence[dict[str, Any]], columns: Sequence[str], fmt: For
     every value in full.
     """
     if fmt == "json":
-        return json.dumps([{c: _plain(r.get(c)) for c in columns} for r in rows], indent=2)
+        return json.dumps(_plain_rows(rows, columns), indent=2)
     if fmt == "csv":
         out = io.StringIO()
         writer = csv.writer(out, lineterminator="\n")
@@ -107,7 +112,7 @@ def format_answer(rows: Sequence[dict[str, Any]], columns: Sequence[str], fmt: F
     apply to this question; a table is followed by one ``note:`` line per caveat (CSV stays rows)."""
     caveats = evidence.caveats(question.name)
     if fmt == "json":
-        return json.dumps({"question": question.name, "rows": json.loads(format_rows(rows, columns, "json")),
+        return json.dumps({"question": question.name, "rows": _plain_rows(rows, columns),
                            "caveats": caveats, "evidence": _plain(evidence.as_dict())}, indent=2)
     text = format_rows(rows, columns, fmt)
     if fmt == "table":
@@ -179,7 +184,7 @@ class Report:
                     "caveats": evidence.caveats(s.question.name) if evidence else [],
                     "next_step": s.question.next_step,
                     "command": ["outcome-telemetry", "forensics", s.question.name, *self.paths],
-                    "examples": [{c: _plain(r.get(c)) for c in s.columns} for r in s.examples],
+                    "examples": _plain_rows(s.examples, s.columns),
                 }
                 for s in self.sections
             ],
