@@ -95,39 +95,37 @@ def ingest(
     manifest = _read_manifest(manifest_path)
     files: dict[str, Any] = manifest["files"]
     result = IngestResult(directory=directory)
-    spill = tempfile.TemporaryDirectory(prefix="outcome-telemetry-ingest-")
-    for number, source in enumerate(sources, 1):
-        stat = source.stat()
-        entry = files.get(str(source))
-        part = directory / part_name(source)
-        if (entry and entry.get("size") == stat.st_size and entry.get("mtime_ns") == stat.st_mtime_ns
-                and part.is_file()):
-            result.unchanged.append(source)
-            continue
-        if progress:
-            progress(f"ingesting {number}/{len(sources)}: {source} ({stat.st_size / 1e6:,.1f} MB)")
-        tmp = part.with_name(part.name + ".tmp")
-        con = duckdb.connect(":memory:")
-        try:
-            # Held to the report's memory limit: without it a single large file took memory in
-            # proportion to its size (1.45 GB for a million spans).
-            limit_memory(con, Path(spill.name))
-            report = load_to_parquet(con, [source], tmp, skip_bad_lines=skip_bad_lines, progress=progress,
-                                     max_line_bytes=max_line_bytes)
-        except BaseException:
-            tmp.unlink(missing_ok=True)
-            spill.cleanup()
-            raise
-        finally:
-            con.close()
-        os.replace(tmp, part)
-        files[str(source)] = {"size": stat.st_size, "mtime_ns": stat.st_mtime_ns, "part": part.name,
-                              "spans": report.spans}
-        _write_atomically(manifest_path, json.dumps(manifest, indent=2, sort_keys=True) + "\n")
-        result.ingested.append(source)
-        result.spans += report.spans
-        result.warnings += report.warnings()
-    spill.cleanup()
+    with tempfile.TemporaryDirectory(prefix="outcome-telemetry-ingest-") as spill:
+        for number, source in enumerate(sources, 1):
+            stat = source.stat()
+            entry = files.get(str(source))
+            part = directory / part_name(source)
+            if (entry and entry.get("size") == stat.st_size and entry.get("mtime_ns") == stat.st_mtime_ns
+                    and part.is_file()):
+                result.unchanged.append(source)
+                continue
+            if progress:
+                progress(f"ingesting {number}/{len(sources)}: {source} ({stat.st_size / 1e6:,.1f} MB)")
+            tmp = part.with_name(part.name + ".tmp")
+            con = duckdb.connect(":memory:")
+            try:
+                # Held to the report's memory limit: without it a single large file took memory in
+                # proportion to its size (1.45 GB for a million spans).
+                limit_memory(con, Path(spill))
+                report = load_to_parquet(con, [source], tmp, skip_bad_lines=skip_bad_lines, progress=progress,
+                                         max_line_bytes=max_line_bytes)
+            except BaseException:
+                tmp.unlink(missing_ok=True)
+                raise
+            finally:
+                con.close()
+            os.replace(tmp, part)
+            files[str(source)] = {"size": stat.st_size, "mtime_ns": stat.st_mtime_ns, "part": part.name,
+                                  "spans": report.spans}
+            _write_atomically(manifest_path, json.dumps(manifest, indent=2, sort_keys=True) + "\n")
+            result.ingested.append(source)
+            result.spans += report.spans
+            result.warnings += report.warnings()
     if not manifest_path.is_file():  # everything unchanged but the manifest was never written
         _write_atomically(manifest_path, json.dumps(manifest, indent=2, sort_keys=True) + "\n")
     return result
