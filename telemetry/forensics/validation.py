@@ -155,14 +155,8 @@ def zstd_truncated(path: Path) -> bool:
 
 def copy_prefix(source: Path, target: Path, length: int) -> None:
     """Copy the first ``length`` bytes of ``source`` to ``target`` (dropping a partial tail)."""
-    with open(source, "rb") as src, open(target, "wb") as dst:
-        remaining = length
-        while remaining > 0:
-            chunk = src.read(min(remaining, 1 << 22))
-            if not chunk:
-                break
-            dst.write(chunk)
-            remaining -= len(chunk)
+    with _Prefix(source, length) as src, open(target, "wb") as dst:
+        shutil.copyfileobj(src, dst, 1 << 22)
 
 
 def _open_lines(path: Path, size: Optional[int] = None) -> IO[bytes]:
