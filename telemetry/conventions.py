@@ -194,6 +194,13 @@ KIND_WRITE: Final = "write"
 KIND_SEND: Final = "send"
 KIND_DELEGATE: Final = "delegate"
 KINDS: Final = (KIND_READ, KIND_WRITE, KIND_SEND, KIND_DELEGATE)
+MCP_HINTS: Final = {
+    "read_only": ("read_only_hint", "readOnlyHint"),
+    "destructive": ("destructive_hint", "destructiveHint"),
+    "idempotent": ("idempotent_hint", "idempotentHint"),
+}
+"""The decorator's hints and the MCP ``ToolAnnotations`` that say the same: hint (a ``ToolSpec``
+field) -> (the SDK's attribute, the name on the wire in ``tools/list``)."""
 
 # --- coordination guard tool names (gen_ai.tool.name and the ``tool`` label) -----------------
 

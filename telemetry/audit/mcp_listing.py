@@ -136,9 +136,9 @@ def from_listing(tool: dict[str, Any], target: str) -> ToolModel:
         target=target,
         description=_text(tool.get("description")),
         input_schema=schema,
-        read_only=_bool(annotations.get("readOnlyHint")),
-        destructive=_bool(annotations.get("destructiveHint")),
-        idempotent=_bool(annotations.get("idempotentHint")),
+        read_only=_bool(annotations.get(c.MCP_HINTS["read_only"][1])),
+        destructive=_bool(annotations.get(c.MCP_HINTS["destructive"][1])),
+        idempotent=_bool(annotations.get(c.MCP_HINTS["idempotent"][1])),
         readback=_bool(meta.get(META_READBACK)),
         instrumented=_bool(meta.get(META_INSTRUMENTED)),
     )

@@ -46,11 +46,7 @@ class _Entry:
             "name": self.name,
             "description": self.description,
             "kind": self.spec.kind,
-            "annotations": {
-                "readOnlyHint": self.spec.read_only,
-                "destructiveHint": self.spec.destructive,
-                "idempotentHint": self.spec.idempotent,
-            },
+            "annotations": {wire: getattr(self.spec, hint) for hint, (_attribute, wire) in c.MCP_HINTS.items()},
             "required_scopes": sorted(self.scopes),
         }
 

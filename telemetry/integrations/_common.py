@@ -16,15 +16,10 @@ from typing import Any
 
 from typing_extensions import TypedDict
 
+from .. import conventions as c
 from ..exceptions import ConfigurationError
 from ..instrument import SPEC_ATTRIBUTE, ReadbackFn, ToolOptions, instrument_with
 
-# MCP tool annotation names (wire and SDK attribute spellings) to the decorator's hints.
-_HINTS = {
-    "read_only": ("readOnlyHint", "read_only_hint"),
-    "destructive": ("destructiveHint", "destructive_hint"),
-    "idempotent": ("idempotentHint", "idempotent_hint"),
-}
 
 
 def hints_from(annotations: Any) -> dict[str, bool]:
@@ -36,8 +31,8 @@ def hints_from(annotations: Any) -> dict[str, bool]:
     if annotations is None:
         return {}
     found: dict[str, bool] = {}
-    for hint, names in _HINTS.items():
-        for name in names:
+    for hint, (attribute, wire) in c.MCP_HINTS.items():
+        for name in (wire, attribute):
             value = annotations.get(name) if isinstance(annotations, Mapping) else getattr(annotations, name, None)
             if isinstance(value, bool):
                 found[hint] = value

@@ -12,15 +12,11 @@ from __future__ import annotations
 
 from mcp_types import ToolAnnotations
 
+from .. import conventions as c
 from ..exceptions import ConfigurationError
 from ..instrument import ToolOptions, ToolSpec
 
-# decorator hint -> (ToolAnnotations field, wire name)
-_FIELDS = {
-    "read_only": ("read_only_hint", "readOnlyHint"),
-    "destructive": ("destructive_hint", "destructiveHint"),
-    "idempotent": ("idempotent_hint", "idempotentHint"),
-}
+_FIELDS = c.MCP_HINTS
 
 
 def hints_from_annotations(annotations: ToolAnnotations | None) -> dict[str, bool]:
