@@ -18,6 +18,7 @@ from typing import Any, NoReturn
 
 from opentelemetry.trace import Span
 
+from .. import conventions as c
 from .classify import readback_value
 from .spec import ToolSpec
 
@@ -25,11 +26,11 @@ from .spec import ToolSpec
 class Readback(str, Enum):
     """Explicit read-back results, for a ``readback`` callable or ``Call.set_readback``."""
 
-    MATCH = "match"
-    MISMATCH = "mismatch"
-    SKIPPED = "skipped"
-    ERROR = "error"
-    NOT_APPLICABLE = "not_applicable"
+    MATCH = c.READBACK_MATCH
+    MISMATCH = c.READBACK_MISMATCH
+    SKIPPED = c.READBACK_SKIPPED
+    ERROR = c.READBACK_ERROR
+    NOT_APPLICABLE = c.READBACK_NOT_APPLICABLE
 
 
 class Call:
