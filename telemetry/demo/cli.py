@@ -14,7 +14,7 @@ from .. import conventions as c
 from .._command import silence_stdout
 from .alerting import FiringAlert, samples_from_registry, would_fire
 from ..exceptions import ConfigurationError, GuardError
-from ..forensics import QUESTION_NAMES, open_traces
+from ..forensics import open_traces
 from ..forensics.html import write_html
 from ..runtime.resources import data_dir
 from .manifest import score
@@ -173,8 +173,8 @@ def _run(ns: argparse.Namespace) -> int:
     if result.runtime is not None:
         result.runtime.force_flush()
     with open_traces([result.traces_dir]) as forensics:
-        rows = {name: forensics.run(name) for name in QUESTION_NAMES}
-        html_report = write_html(forensics, result.out_dir / "report.html")
+        rows = forensics.answers()
+        html_report = write_html(forensics, result.out_dir / "report.html", answers=rows)
     findings = Findings(rows, score(result.manifest, rows))
     alerts: list[FiringAlert] | None = None
     skipped = "--no-alerts" if ns.no_alerts else None

@@ -14,7 +14,7 @@ import tempfile
 import time
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Callable, Iterable, Optional
+from typing import Any, Callable, Iterable, Mapping, Optional
 
 import duckdb
 
@@ -79,14 +79,28 @@ class Forensics:
         """Question ``name``'s column names."""
         return list(self.relation(name).columns)
 
-    def report(self, progress: Optional[Progress] = None) -> Report:
-        """Run every question and summarise: counts, worst examples, the command for detail."""
+    def answers(self, progress: Optional[Progress] = None) -> dict[str, list[dict[str, Any]]]:
+        """Every question's rows by name, each question run once: for callers that need the rows
+        of all of them (the HTML page, the demo's scoring) and a :meth:`report` of the same."""
+        return {q.name: self._timed(q, progress) for q in all_questions()}
+
+    def _timed(self, q: Question, progress: Optional[Progress]) -> list[dict[str, Any]]:
+        started = time.perf_counter()
+        rows = self.run(q.name)
+        if progress:
+            progress(f"{q.name}: {len(rows)} row(s) in {time.perf_counter() - started:.2f} s")
+        return rows
+
+    def report(self, progress: Optional[Progress] = None,
+               answers: Optional[Mapping[str, list[dict[str, Any]]]] = None) -> Report:
+        """Run every question and summarise: counts, worst examples, the command for detail.
+
+        ``answers`` (from :meth:`answers`) are used instead of running the questions again;
+        without them each question's rows are dropped once summarised, so memory holds one at a time.
+        """
         sections = []
         for q in all_questions():
-            started = time.perf_counter()
-            rows = self.run(q.name)
-            if progress:
-                progress(f"{q.name}: {len(rows)} row(s) in {time.perf_counter() - started:.2f} s")
+            rows = answers[q.name] if answers is not None else self._timed(q, progress)
             sections.append(
                 Section(question=q, count=len(rows), examples=rows[:EXAMPLES_PER_SECTION], columns=self.columns(q.name))
             )

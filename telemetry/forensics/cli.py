@@ -127,10 +127,11 @@ def _run(args: argparse.Namespace) -> int:
                 if not args.html:
                     raise ForensicsInputError("--trace-url needs --html FILE (links are only made in the HTML page)")
                 validate_trace_url(args.trace_url)
-            report = traces.report(progress=progress)
+            answers = traces.answers(progress) if args.html else None  # the page needs every row
+            report = traces.report(progress=progress, answers=answers)
             print(report.render(args.format))
             if args.html:
-                written = write_html(traces, args.html, trace_url=args.trace_url)
+                written = write_html(traces, args.html, trace_url=args.trace_url, answers=answers)
                 print(f"HTML report: {written}", file=sys.stderr)
             findings = report.findings
         else:

@@ -149,3 +149,17 @@ def test_findings_are_grouped_by_severity_with_their_rows(tmp_path: Path) -> Non
     assert crit < warn < rec
     section = text.split('id="q-guard_refusals"')[1].split("</section>")[0]
     assert section.count("<tr>") == refusals + 1
+
+
+def test_the_page_uses_the_answers_it_is_given_instead_of_running_the_questions_again(tmp_path: Path) -> None:
+    """`report --html` and the demo run every question once and hand the rows to the page: given
+    answers with every finding removed, the page counts none, though the traces hold some."""
+    path = planted().write(tmp_path / "t.jsonl")
+    with open_traces([path]) as traces:
+        answers = traces.answers()
+        assert sum(len(answers[q.name]) for q in traces.questions if q.is_finding) > 0
+        emptied = {name: [] for name in answers}
+        assert "<strong>0 finding(s)</strong>" in render_html(traces, answers=emptied)
+        assert "<strong>0 finding(s)</strong>" not in render_html(traces)
+        report = traces.report(answers=emptied)
+    assert report.findings == 0

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 from ._markup import TraceLinks, validate_trace_url
 from ._page import render_html
@@ -20,10 +21,12 @@ if TYPE_CHECKING:
 __all__ = ["TraceLinks", "render_html", "validate_trace_url", "write_html"]
 
 
-def write_html(traces: Forensics, path: str | os.PathLike[str], *, trace_url: str | None = None) -> Path:
-    """Render the page and write it to ``path`` (UTF-8); return the path written."""
+def write_html(traces: Forensics, path: str | os.PathLike[str], *, trace_url: str | None = None,
+               answers: Mapping[str, list[dict[str, Any]]] | None = None) -> Path:
+    """Render the page and write it to ``path`` (UTF-8); return the path written. ``answers``
+    (from :meth:`Forensics.answers`) saves running every question again."""
     target = Path(path)
-    page = render_html(traces, trace_url=trace_url)
+    page = render_html(traces, trace_url=trace_url, answers=answers)
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_text(page, encoding="utf-8")
     return target

@@ -5,6 +5,7 @@ It is meant to be attached to a ticket and opened anywhere, with scripts off and
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from ..questions import SEVERITIES
@@ -39,7 +40,7 @@ ul.losses li{color:#b3261e;font-weight:bold}
 """
 
 
-def _findings(traces: Forensics, rows: dict[str, list[dict[str, Any]]], links: TraceLinks) -> list[str]:
+def _findings(traces: Forensics, rows: Mapping[str, list[dict[str, Any]]], links: TraceLinks) -> list[str]:
     out = ['<h2 id="findings">Findings by severity</h2>']
     paths = " ".join(traces.paths)
     for level in SEVERITIES:
@@ -82,7 +83,7 @@ def _chains(traces: Forensics, losses: list[dict[str, Any]]) -> list[str]:
     return out
 
 
-def _keys(traces: Forensics, rows: dict[str, list[dict[str, Any]]]) -> list[str]:
+def _keys(traces: Forensics, rows: Mapping[str, list[dict[str, Any]]]) -> list[str]:
     keys: dict[tuple[str, str], None] = {}
     for name in _KEY_QUESTIONS:
         for r in rows[name]:
@@ -116,10 +117,12 @@ def _tools(traces: Forensics, links: TraceLinks) -> list[str]:
     return out
 
 
-def render_html(traces: Forensics, *, trace_url: str | None = None) -> str:
-    """The whole report page for the loaded traces; ``trace_url`` links trace ids (validated)."""
+def render_html(traces: Forensics, *, trace_url: str | None = None,
+                answers: Mapping[str, list[dict[str, Any]]] | None = None) -> str:
+    """The whole report page for the loaded traces; ``trace_url`` links trace ids (validated).
+    ``answers`` (from :meth:`Forensics.answers`) saves running every question again."""
     links = TraceLinks(trace_url)
-    rows = {q.name: traces.run(q.name) for q in traces.questions}
+    rows = traces.answers() if answers is None else answers
     findings = sum(len(rows[q.name]) for q in traces.questions if q.is_finding)
     records = sum(len(rows[q.name]) for q in traces.questions if not q.is_finding)
     body = [
