@@ -14,7 +14,7 @@ import sys
 import traceback
 from typing import Callable, Sequence, Union
 
-__all__ = ["EXIT_FINDINGS", "EXIT_INPUT", "EXIT_INTERNAL", "EXIT_OK", "parse", "run", "silence_stdout"]
+__all__ = ["EXIT_FINDINGS", "EXIT_INPUT", "EXIT_INTERNAL", "EXIT_OK", "command_parser", "parse", "run", "silence_stdout"]
 
 EXIT_OK = 0
 """The command did its work (and, where it looks for findings, found none it was asked to fail on)."""
@@ -24,6 +24,14 @@ EXIT_INPUT = 2
 """Bad input: an argument, a file, a server; the message on stderr says which and what to do."""
 EXIT_INTERNAL = 3
 """A bug or an environment failure: the traceback on stderr says where."""
+
+
+def command_parser(command: str, description: str, epilog: str | None = None) -> argparse.ArgumentParser:
+    """The parser of ``outcome-telemetry COMMAND``: its name in usage lines, and ``description`` and
+    ``epilog`` printed as written (they hold examples and exit-code tables whose lines must stay)."""
+    prog = f"outcome-telemetry {command}" if command else "outcome-telemetry"
+    return argparse.ArgumentParser(prog=prog, description=description, epilog=epilog,
+                                   formatter_class=argparse.RawDescriptionHelpFormatter)
 
 
 def parse(parser: argparse.ArgumentParser, argv: Sequence[str]) -> Union[argparse.Namespace, int]:

@@ -6,6 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from ._command import command_parser
 from .runtime.resources import data_dir
 
 __all__ = ["main"]
@@ -39,11 +40,7 @@ def _paths() -> int:
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the console script; returns the process exit code."""
     args = list(sys.argv[1:] if argv is None else argv)
-    parser = argparse.ArgumentParser(
-        prog="outcome-telemetry",
-        description=DESCRIPTION,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    parser = command_parser("", DESCRIPTION)
     parser.add_argument("command", nargs="?", choices=["forensics", "watch", "audit", "demo", "quickstart", "metrics-serve", "paths"], help=argparse.SUPPRESS)
     parser.add_argument("--version", action="store_true", help="print the version and exit")
     if not args or args[0] in ("-h", "--help"):

@@ -13,7 +13,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from .._command import EXIT_FINDINGS, EXIT_INPUT, EXIT_OK, parse, run
+from .._command import EXIT_FINDINGS, EXIT_INPUT, EXIT_OK, command_parser, parse, run
 from ..exceptions import AuditTargetError
 from . import mcp_listing, targets, traces
 from .model import CRITICAL, ToolModel
@@ -62,12 +62,7 @@ examples:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="outcome-telemetry audit",
-        description=DESCRIPTION,
-        epilog=EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    parser = command_parser("audit", DESCRIPTION, EPILOG)
     parser.add_argument("targets", nargs="*", metavar="TARGET", help="module:attribute of Python tools")
     parser.add_argument("--mcp-stdio", action="append", default=[], metavar="COMMAND",
                         help="an MCP server to start over stdio (repeatable)")

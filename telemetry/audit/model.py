@@ -9,7 +9,7 @@ Nothing here runs a tool.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any, Final
 
 from .. import conventions as c
@@ -131,15 +131,7 @@ class Finding:
     parameter: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
-        return {
-            "code": self.code,
-            "rule": self.rule,
-            "severity": self.severity,
-            "tool": self.tool,
-            "parameter": self.parameter,
-            "message": self.message,
-            "fix": self.fix,
-        }
+        return asdict(self)
 
 
 @dataclass

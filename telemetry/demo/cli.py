@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import conventions as c
-from .._command import silence_stdout
+from .._command import command_parser, silence_stdout
 from .alerting import FiringAlert, samples_from_registry, would_fire
 from ..exceptions import ConfigurationError, GuardError
 from ..forensics import open_traces
@@ -55,13 +55,11 @@ examples:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="outcome-telemetry demo",
-        description="Run a scripted agent crew through every failure story, guarded and legacy, "
-        "then show what each agent was told, what forensics found, and which alerts would fire.",
-        epilog=EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    parser = command_parser(
+        "demo",
+        "Run a scripted agent crew through every failure story, guarded and legacy, then show what "
+        "each agent was told, what forensics found, and which alerts would fire.",
+        EPILOG)
     parser.add_argument("--scenario", action="append", choices=list(SCENARIOS), metavar="NAME",
                         help="run only this scenario (repeatable; default: all)")
     parser.add_argument("--mode", choices=[*MODES, "both"], default="both", help="default: %(default)s")

@@ -197,10 +197,7 @@ class ProfileService:
                 c.OUTCOME_READBACK_MISMATCH,
                 f"the update of {key} returned from the database layer, but the database does not hold it "
                 f"(a fail-over can drop a write): nothing persisted. Send the same update again.",
-                retry=True,
-                key=key,
-                rev=written["rev"],
-            )
+                retry=True, key=key, rev=written["rev"])
         return written
 
     @instrument_tool(name="get_profile", kind=c.KIND_READ)

@@ -15,7 +15,7 @@ import argparse
 import sys
 from typing import Optional, Sequence
 
-from .._command import EXIT_FINDINGS, EXIT_INPUT, EXIT_INTERNAL, EXIT_OK, parse, run
+from .._command import EXIT_FINDINGS, EXIT_INPUT, EXIT_INTERNAL, EXIT_OK, command_parser, parse, run
 from ..exceptions import ForensicsInputError
 from .api import Forensics, open_clickhouse, open_traces
 from .clickhouse.options import add_arguments as add_clickhouse_arguments
@@ -71,14 +71,11 @@ def _common(parser: argparse.ArgumentParser, *, findings: bool = True) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser (exposed so the top-level CLI and docs can reuse it)."""
-    parser = argparse.ArgumentParser(
-        prog="outcome-telemetry forensics",
-        description="Find what the guards did not prevent: divergent reads, lost updates, dropped "
-                    "constraints, 200s with a bad outcome, stale sends, read-back mismatches, ... "
-                    "in OTLP JSON-lines traces.",
-        epilog=_EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    parser = command_parser(
+        "forensics",
+        "Find what the guards did not prevent: divergent reads, lost updates, dropped constraints, "
+        "200s with a bad outcome, stale sends, read-back mismatches, ... in OTLP JSON-lines traces.",
+        _EPILOG)
     parser.add_argument("--list", action="store_true", help="list the questions with one-line descriptions")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     report_parser = commands.add_parser(

@@ -9,7 +9,7 @@ instead of raising, because a tool answers a model with an envelope, not an exce
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from .. import conventions as c
@@ -73,14 +73,7 @@ class Ledger:
 
     def as_fields(self) -> dict[str, Any]:
         """The task as envelope fields."""
-        return {
-            "task_id": self.task_id,
-            "origin_task_id": self.origin_task_id,
-            "root_task_id": self.root_task_id,
-            "hop": self.hop,
-            "objective": self.objective,
-            "constraints": [{"id": cid, "text": text} for cid, text in self.constraints],
-        }
+        return {**asdict(self), "constraints": [{"id": cid, "text": text} for cid, text in self.constraints]}
 
 
 @dataclass(frozen=True)

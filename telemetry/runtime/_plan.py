@@ -173,13 +173,9 @@ def plan(
         if not isinstance(exporter, SpanExporter):
             raise ConfigurationError(f"extra_exporters must hold SpanExporter objects, got {type(exporter).__name__}")
     file_settings = BatchSettings.resolve(
-        defaults=FILE_BATCH_DEFAULTS,
-        max_queue_size=max_queue_size,
-        schedule_delay_millis=schedule_delay_millis,
-        max_export_batch_size=max_export_batch_size,
-        export_timeout_millis=export_timeout_millis,
-        block_millis=block_millis,
-    )
+        defaults=FILE_BATCH_DEFAULTS, max_queue_size=max_queue_size, schedule_delay_millis=schedule_delay_millis,
+        max_export_batch_size=max_export_batch_size, export_timeout_millis=export_timeout_millis,
+        block_millis=block_millis)
     export_settings = BatchSettings.resolve(defaults=SDK_BATCH_DEFAULTS)
     otlp = otlp_choice(otlp_endpoint, otlp_protocol)
     provider = _existing_provider(tracer_provider, install_global)
@@ -210,18 +206,7 @@ def plan(
 
         JsonLinesSpanExporter(directory, effective).check_writable()
     return Plan(
-        provider=provider,
-        resource=resource,
-        install_global=install_global,
-        service_name=effective,
-        traces_dir=directory,
-        file_settings=file_settings,
-        file_all_spans=bool(file_all_spans),
-        otlp=otlp,
-        export_settings=export_settings,
-        extra_exporters=list(extra_exporters or ()),
-        registry=registry,
-        metrics_port=metrics_port,
-        metrics_addr=metrics_addr,
-        multiprocess_dir=shared_metrics,
-    )
+        provider=provider, resource=resource, install_global=install_global, service_name=effective,
+        traces_dir=directory, file_settings=file_settings, file_all_spans=bool(file_all_spans), otlp=otlp,
+        export_settings=export_settings, extra_exporters=list(extra_exporters or ()), registry=registry,
+        metrics_port=metrics_port, metrics_addr=metrics_addr, multiprocess_dir=shared_metrics)

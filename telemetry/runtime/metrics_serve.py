@@ -7,12 +7,12 @@ It sums every process's files on each scrape and keeps serving until interrupted
 
 from __future__ import annotations
 
-import argparse
 import signal
 import sys
 import threading
 from pathlib import Path
 
+from .._command import command_parser
 from ..exceptions import ConfigurationError
 from .multiprocess import aggregate_registry, resolve
 
@@ -29,8 +29,7 @@ example:
 
 
 def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="outcome-telemetry metrics-serve", description=USAGE,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = command_parser("metrics-serve", USAGE)
     parser.add_argument("dir", type=Path, help="the multiprocess metrics folder")
     parser.add_argument("--port", type=int, default=9464, help="port to listen on (0 picks one; default: %(default)s)")
     parser.add_argument("--addr", default="127.0.0.1", help="address to listen on (default: %(default)s)")

@@ -19,7 +19,7 @@ from types import FrameType
 from typing import Optional, Sequence
 
 from ... import conventions as c
-from ..._command import EXIT_INPUT, EXIT_INTERNAL, EXIT_OK, parse, run
+from ..._command import EXIT_INPUT, EXIT_INTERNAL, EXIT_OK, command_parser, parse, run
 from ...exceptions import TelemetryError
 from ..cli import byte_count
 from ..clickhouse.options import add_arguments as add_clickhouse_arguments
@@ -78,12 +78,12 @@ def _port(text: str) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="outcome-telemetry watch",
-        description="Follow OTLP JSON-lines trace files (or read a Collector's ClickHouse otel_traces "
-                    "table) and turn lost updates, dropped constraints, stale sends and double "
-                    "executions into Prometheus counters within a pass.",
-        epilog=_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = command_parser(
+        "watch",
+        "Follow OTLP JSON-lines trace files (or read a Collector's ClickHouse otel_traces table) and "
+        "turn lost updates, dropped constraints, stale sends and double executions into Prometheus "
+        "counters within a pass.",
+        _EPILOG)
     parser.add_argument("paths", nargs="*", metavar="PATHS",
                         help="trace files, directories (searched recursively, may start empty) or globs "
                              "(or --clickhouse URL instead)")
