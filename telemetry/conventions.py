@@ -460,3 +460,30 @@ WATCH_METRIC_LABELS: Final = {
 forensics question names."""
 WATCH_ALERTS: Final = (ALERT_FORENSIC_FINDING,)
 """Alerts of ``alerts/watch.rules.yml`` (one rule per severity, all named the same)."""
+
+# --- the tool-surface audit (``outcome-telemetry audit``) ------------------------------------
+# Its JSON report, table and SARIF use these words; telemetry.audit.model re-exports them under
+# short names.
+
+AUDIT_YES: Final = "yes"
+AUDIT_NO: Final = "no"
+AUDIT_NOT_APPLICABLE: Final = "not_applicable"
+AUDIT_VERDICTS: Final = (AUDIT_YES, AUDIT_NO, AUDIT_NOT_APPLICABLE)
+"""An audit answer's verdict."""
+AUDIT_SCOPED: Final = "scoped"
+AUDIT_IDEMPOTENT: Final = "idempotent"
+AUDIT_VERSION_BOUND: Final = "version_bound"
+AUDIT_PREVIEWABLE: Final = "previewable"
+AUDIT_READBACK_VERIFIED: Final = "readback_verified"
+AUDIT_SEMANTICALLY_OBSERVABLE: Final = "semantically_observable"
+AUDIT_CHECKS: Final = (AUDIT_SCOPED, AUDIT_IDEMPOTENT, AUDIT_VERSION_BOUND, AUDIT_PREVIEWABLE,
+                       AUDIT_READBACK_VERIFIED, AUDIT_SEMANTICALLY_OBSERVABLE)
+"""The six questions the audit asks of every tool, in the order its table shows them."""
+AUDIT_SEVERITY_INFO: Final = "info"
+"""A finding below the alert severities (``SEVERITY_CRITICAL``, ``SEVERITY_WARNING``)."""
+AUDIT_FROM_DECLARATION: Final = "declaration"
+"""The answer rests on what the tool declares (decorator options, annotations, a guard)."""
+AUDIT_FROM_INFERENCE: Final = "inference"
+"""The answer rests on the tool's name and parameters: nothing declared it."""
+AUDIT_FROM_TRACES: Final = "traces"
+"""The answer rests on what the tool's spans show it did."""

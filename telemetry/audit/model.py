@@ -40,31 +40,16 @@ __all__ = [
     "YES",
 ]
 
-YES: Final = "yes"
-NO: Final = "no"
-NOT_APPLICABLE: Final = "not_applicable"
-VERDICTS: Final = (YES, NO, NOT_APPLICABLE)
-
-SCOPED: Final = "scoped"
-IDEMPOTENT: Final = "idempotent"
-VERSION_BOUND: Final = "version_bound"
-PREVIEWABLE: Final = "previewable"
-READBACK_VERIFIED: Final = "readback_verified"
-SEMANTICALLY_OBSERVABLE: Final = "semantically_observable"
-CHECKS: Final = (SCOPED, IDEMPOTENT, VERSION_BOUND, PREVIEWABLE, READBACK_VERIFIED, SEMANTICALLY_OBSERVABLE)
-"""The six questions, in the order the table shows them."""
-
-CRITICAL: Final = c.SEVERITY_CRITICAL
-WARNING: Final = c.SEVERITY_WARNING
-INFO: Final = "info"
+# The audit's words are defined in conventions (one place for every name a report carries);
+# these are the short names the package and its users import.
+YES, NO, NOT_APPLICABLE, VERDICTS = c.AUDIT_YES, c.AUDIT_NO, c.AUDIT_NOT_APPLICABLE, c.AUDIT_VERDICTS
+SCOPED, IDEMPOTENT, VERSION_BOUND = c.AUDIT_SCOPED, c.AUDIT_IDEMPOTENT, c.AUDIT_VERSION_BOUND
+PREVIEWABLE, READBACK_VERIFIED, SEMANTICALLY_OBSERVABLE = (
+    c.AUDIT_PREVIEWABLE, c.AUDIT_READBACK_VERIFIED, c.AUDIT_SEMANTICALLY_OBSERVABLE)
+CHECKS: Final = c.AUDIT_CHECKS
+CRITICAL, WARNING, INFO = c.SEVERITY_CRITICAL, c.SEVERITY_WARNING, c.AUDIT_SEVERITY_INFO
 SEVERITIES: Final = (CRITICAL, WARNING, INFO)
-
-FROM_DECLARATION: Final = "declaration"
-"""The answer rests on what the tool declares (decorator options, annotations, a guard)."""
-FROM_INFERENCE: Final = "inference"
-"""The answer rests on the tool's name and parameters: nothing declared it."""
-FROM_TRACES: Final = "traces"
-"""The answer rests on what the tool's spans show it did."""
+FROM_DECLARATION, FROM_INFERENCE, FROM_TRACES = c.AUDIT_FROM_DECLARATION, c.AUDIT_FROM_INFERENCE, c.AUDIT_FROM_TRACES
 
 
 @dataclass(frozen=True)
