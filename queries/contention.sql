@@ -12,14 +12,23 @@
 --
 -- Example: key queue/head, 10:05: 30 writes, 12 rejected (0.40) by 4 agents in 2 runs,
 --   rejected_change +9.
-WITH per_bucket AS (
-    SELECT
-        state_key, time_bucket(INTERVAL 1 MINUTE, CAST(start_time AS TIMESTAMP)) AS bucket_start,
-        count(*) AS writes,
-        count(*) FILTER (WHERE outcome = 'rejected_stale_version') AS rejected,
-        count(DISTINCT agent_id) AS agents, count(DISTINCT run_id) AS runs
+WITH writes AS (
+    SELECT state_key, time_bucket(INTERVAL 1 MINUTE, CAST(start_time AS TIMESTAMP)) AS bucket_start,
+           outcome, agent_id, run_id
     FROM spans
     WHERE tool_kind = 'write' AND state_key IS NOT NULL
+),
+-- Only buckets with a rejection are reported (and compared with each other), so only their writes
+-- are counted.
+rejecting AS (
+    SELECT DISTINCT state_key, bucket_start FROM writes WHERE outcome = 'rejected_stale_version'
+),
+per_bucket AS (
+    SELECT
+        state_key, bucket_start, count(*) AS writes,
+        count(*) FILTER (WHERE outcome = 'rejected_stale_version') AS rejected,
+        count(DISTINCT agent_id) AS agents, count(DISTINCT run_id) AS runs
+    FROM writes SEMI JOIN rejecting USING (state_key, bucket_start)
     GROUP BY ALL
 )
 SELECT

@@ -26,9 +26,16 @@ WITH all_reads AS (
     FROM spans
     WHERE tool_kind = 'read' AND state_key IS NOT NULL AND state_version_read IS NOT NULL
 ),
--- Only keys read at two or more versions within a run can diverge; everything below is limited to them.
+-- Only keys read at two or more versions within a run can diverge; everything below is limited to
+-- them. They are found by a hash of (run, key) first: equal hashes of different keys only add
+-- candidates, which the exact grouping then drops.
+divergent_hashes AS (
+    SELECT hash(run_id, state_key) AS h FROM all_reads GROUP BY h HAVING min(version) <> max(version)
+),
 divergent_keys AS (
-    SELECT run_id, state_key FROM all_reads GROUP BY run_id, state_key HAVING count(DISTINCT version) > 1
+    SELECT run_id, state_key FROM all_reads
+    WHERE hash(run_id, state_key) IN (SELECT h FROM divergent_hashes)
+    GROUP BY run_id, state_key HAVING count(DISTINCT version) > 1
 ),
 reads AS (
     SELECT r.* FROM all_reads r SEMI JOIN divergent_keys d ON d.run_id = r.run_id AND d.state_key = r.state_key

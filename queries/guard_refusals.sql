@@ -35,9 +35,13 @@ refused AS (
     WHERE outcome IN ('rejected_stale_version', 'stale_policy', 'constraint_missing', 'duplicate_request',
                       'plan_expired', 'plan_binding_moved', 'in_progress')
 ),
+-- Accepted calls on a subject some agent was refused on in its run: only those can be a recovery,
+-- so the ASOF join below sorts a few rows instead of every accepted call.
 accepted AS (
-    SELECT * FROM subjects
-    WHERE outcome IN ('ok', 'forced') AND subject IS NOT NULL AND coalesce(tool_kind, '') <> 'read'
+    SELECT a.* FROM subjects a
+    SEMI JOIN refused r ON r.run_id = a.run_id AND r.agent_key = a.agent_key
+                       AND r.subject_kind = a.subject_kind AND r.subject = a.subject
+    WHERE a.outcome IN ('ok', 'forced') AND a.subject IS NOT NULL AND coalesce(a.tool_kind, '') <> 'read'
 ),
 -- The first accepted call after the refusal by the same agent on the same subject (ASOF: nearest later).
 recovery AS (

@@ -15,12 +15,29 @@
 --
 -- Example: conflict_refused, key 9f2c..., payload 77aa... against original payload 1b3e...
 --   (original_id call-118), run r-4, agent billing, send_refund.
-WITH keyed AS (
+-- Spans that can be a row: calls with a key, refusals and replays (h: a hash of run and key).
+WITH idem AS (
+    SELECT run_id, idempotency_key_hash, idempotency_payload_hash, idempotency_original_id, agent_id,
+           tool_name, outcome, start_time, start_time_unix_nano, trace_id, span_id, deduplicated,
+           hash(run_id, idempotency_key_hash) AS h,
+           idempotency_key_hash IS NOT NULL AND coalesce(outcome, 'ok') = 'ok' AND NOT deduplicated AS is_call
+    FROM spans
+    WHERE idempotency_key_hash IS NOT NULL OR outcome = 'duplicate_request' OR deduplicated
+),
+-- Keys whose first payload matters: used by more than one accepted call (a key's first call
+-- never conflicts with itself), or named by a refusal or a replay. Equal hashes of different keys
+-- only add whole keys, whose rows the window below numbers exactly as before.
+needed AS (
+    SELECT h FROM idem WHERE is_call GROUP BY h HAVING count(*) > 1
+    UNION
+    SELECT h FROM idem WHERE outcome = 'duplicate_request' OR deduplicated
+),
+keyed AS (
     SELECT *,
         first_value(idempotency_payload_hash) OVER w AS first_payload,
         row_number() OVER w AS n
-    FROM spans
-    WHERE idempotency_key_hash IS NOT NULL AND coalesce(outcome, 'ok') = 'ok' AND NOT deduplicated
+    FROM idem
+    WHERE is_call AND h IN (SELECT h FROM needed)
     WINDOW w AS (PARTITION BY run_id, idempotency_key_hash ORDER BY start_time_unix_nano, span_id)
 ),
 firsts AS (
@@ -30,7 +47,7 @@ firsts AS (
 SELECT 'conflict_refused' AS kind, s.idempotency_key_hash, s.idempotency_payload_hash AS payload_hash,
        f.first_payload AS original_payload_hash, s.idempotency_original_id AS original_id, s.run_id,
        s.agent_id, s.tool_name, s.outcome, s.start_time, s.trace_id, s.span_id
-FROM spans s LEFT JOIN firsts f USING (run_id, idempotency_key_hash)
+FROM idem s LEFT JOIN firsts f USING (run_id, idempotency_key_hash)
 WHERE s.outcome = 'duplicate_request'
 UNION ALL
 SELECT 'conflict_accepted', idempotency_key_hash, idempotency_payload_hash, first_payload,
@@ -46,6 +63,6 @@ UNION ALL
 SELECT 'replay', s.idempotency_key_hash, s.idempotency_payload_hash, f.first_payload,
        s.idempotency_original_id, s.run_id, s.agent_id, s.tool_name, s.outcome, s.start_time,
        s.trace_id, s.span_id
-FROM spans s LEFT JOIN firsts f USING (run_id, idempotency_key_hash)
+FROM idem s LEFT JOIN firsts f USING (run_id, idempotency_key_hash)
 WHERE s.deduplicated
 ORDER BY kind, start_time, span_id;

@@ -57,10 +57,12 @@ observations AS (
     SEMI JOIN unguarded_keys k ON k.run_id = writes.run_id AND k.state_key = writes.state_key
     WHERE state_version_written IS NOT NULL
 ),
--- Keys whose baseline more than one accepted write used, with the first of those writes.
-shared_keys AS (
-    SELECT run_id, state_key, baseline FROM accepted WHERE baseline IS NOT NULL
-    GROUP BY run_id, state_key, baseline HAVING count(*) > 1
+-- Keys whose baseline more than one accepted write used, with the first of those writes. The
+-- writes are first narrowed by a hash of (run, key, baseline): equal hashes of different groups
+-- only add candidates, which the exact grouping then drops, so no group is missed or merged.
+shared_hashes AS (
+    SELECT hash(run_id, state_key, baseline) AS h FROM accepted WHERE baseline IS NOT NULL
+    GROUP BY h HAVING count(*) > 1
 ),
 shared AS (
     SELECT a.run_id, a.state_key, a.baseline, arg_min(a.span_id, a.t) AS first_span_id,
@@ -68,8 +70,9 @@ shared AS (
            arg_min(a.state_version_written, a.t) AS first_written, min(a.t) AS first_t,
            arg_min(a.service_name, a.t) AS first_service
     FROM accepted a
-    SEMI JOIN shared_keys k ON k.run_id = a.run_id AND k.state_key = a.state_key AND k.baseline = a.baseline
+    WHERE a.baseline IS NOT NULL AND hash(a.run_id, a.state_key, a.baseline) IN (SELECT h FROM shared_hashes)
     GROUP BY a.run_id, a.state_key, a.baseline
+    HAVING count(*) > 1
 ),
 same_baseline AS (
     SELECT 'same_baseline' AS kind, a.state_key, a.baseline AS baseline_version,

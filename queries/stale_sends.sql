@@ -20,13 +20,26 @@ WITH publications AS (
     WHERE objective_task_id IS NOT NULL AND objective_version IS NOT NULL
       AND coalesce(tool_kind, '') NOT IN ('read', 'send') AND coalesce(outcome, 'ok') = 'ok'
 ),
+candidates AS (
+    SELECT run_id, agent_id, tool_name, objective_task_id, policy_version, policy_version_current, outcome,
+           start_time, trace_id, span_id, service_name, start_time_unix_nano AS t
+    FROM spans
+    WHERE tool_kind = 'send' AND policy_version IS NOT NULL
+      AND (outcome = 'stale_policy' OR coalesce(outcome, 'ok') = 'ok')
+),
+-- Sends of an objective published in their run are judged against the latest publication before
+-- them (ASOF); the others have only the guard's policy.version.current to go by.
 sends AS (
     SELECT s.*, coalesce(s.policy_version_current, p.objective_version) AS current_version,
            coalesce(order_uncertain(s.service_name, s.t, p.p_service, p.t), false) AS order_uncertain
-    FROM (SELECT *, start_time_unix_nano AS t FROM spans
-          WHERE tool_kind = 'send' AND policy_version IS NOT NULL) s
+    FROM (SELECT * FROM candidates c SEMI JOIN publications p
+          ON p.run_id = c.run_id AND p.objective_task_id = c.objective_task_id) s
     ASOF LEFT JOIN publications p
       ON p.run_id = s.run_id AND p.objective_task_id = s.objective_task_id AND s.t > p.t
+    UNION ALL
+    SELECT c.*, c.policy_version_current AS current_version, false AS order_uncertain
+    FROM candidates c ANTI JOIN publications p
+      ON p.run_id = c.run_id AND p.objective_task_id = c.objective_task_id
 )
 SELECT
     CASE WHEN outcome = 'stale_policy' THEN 'refused' ELSE 'sent_stale' END AS verdict,

@@ -29,17 +29,19 @@ reads AS (
     WHERE tool_kind = 'read' AND state_key IS NOT NULL AND state_version_read IS NOT NULL
 ),
 -- Only keys both written and read in a run can show a lost write; the ASOF join sorts just those.
+-- Keys are matched by a hash of (run, key): equal hashes of different keys only add candidates,
+-- and the ASOF join below pairs exact keys, so the answer is the same.
 candidates AS (
-    SELECT run_id, state_key FROM all_writes
+    SELECT hash(run_id, state_key) AS h FROM all_writes
     INTERSECT
-    SELECT run_id, state_key FROM reads
+    SELECT hash(run_id, state_key) FROM reads
 ),
 writes AS (
-    SELECT w.* FROM all_writes w SEMI JOIN candidates k ON k.run_id = w.run_id AND k.state_key = w.state_key
+    SELECT * FROM all_writes WHERE hash(run_id, state_key) IN (SELECT h FROM candidates)
 ),
 observations AS (
-    SELECT r.run_id, r.state_key, r.version, r.agent_id, r.start_time, r.t, r.span_id, r.service_name, true AS is_read
-    FROM reads r SEMI JOIN candidates k ON k.run_id = r.run_id AND k.state_key = r.state_key
+    SELECT run_id, state_key, version, agent_id, start_time, t, span_id, service_name, true AS is_read
+    FROM reads WHERE hash(run_id, state_key) IN (SELECT h FROM candidates)
     UNION ALL
     SELECT run_id, state_key, state_version_written, agent_id, start_time, t, span_id, service_name, false
     FROM writes
