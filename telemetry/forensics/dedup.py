@@ -74,17 +74,18 @@ def deduplicate(con: duckdb.DuckDBPyConnection, loaded: str, base: str, *, is_ta
     (``base`` becomes a view that leaves the copies out). The relation names are the loader's
     constants, never user input.
     """
-    con.execute(f"""
-        CREATE OR REPLACE TEMP TABLE span_copy_keys AS
-        WITH hashed AS (
-            SELECT hash(trace_id, span_id) AS h FROM {loaded} GROUP BY h HAVING count(*) > 1
-        )
-        SELECT trace_id, span_id FROM {loaded}
-        WHERE hash(trace_id, span_id) IN (SELECT h FROM hashed)
-        GROUP BY trace_id, span_id HAVING count(*) > 1
-    """).fetchall()
     result = Duplicates()
-    count = con.execute("SELECT count(*) FROM span_copy_keys").fetchall()[0][0]
+    con.execute(f"CREATE OR REPLACE TEMP TABLE span_copy_hashes AS SELECT hash(trace_id, span_id) AS h "
+                f"FROM {loaded} GROUP BY h HAVING count(*) > 1").fetchall()
+    count = 0
+    if con.execute("SELECT count(*) FROM span_copy_hashes").fetchall()[0][0]:  # else no span has a copy
+        con.execute(f"""
+            CREATE OR REPLACE TEMP TABLE span_copy_keys AS
+            SELECT trace_id, span_id FROM {loaded}
+            WHERE hash(trace_id, span_id) IN (SELECT h FROM span_copy_hashes)
+            GROUP BY trace_id, span_id HAVING count(*) > 1
+        """).fetchall()
+        count = con.execute("SELECT count(*) FROM span_copy_keys").fetchall()[0][0]
     if not count:
         con.execute(f"CREATE OR REPLACE TEMP VIEW {base} AS SELECT * FROM {loaded}").fetchall()
         return result
