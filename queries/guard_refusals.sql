@@ -9,6 +9,9 @@
 -- A refusal is a prevented failure and the caller was told, so this question is a record; an
 -- unrecovered refusal is the one to read (an agent that gave up, or retried blindly elsewhere).
 --
+-- Scope: spans are compared only with spans of the same run (run_id: gen_ai.conversation.id, else
+-- the trace id); a refusal and its recovery are paired within a run.
+--
 -- Columns: run_id, tool_name, agent_id, reason, subject_kind ('state_key' | 'task' | 'objective'
 --   | 'plan' | 'idempotency_key'), subject, refused_at, recovered, recovered_by_tool,
 --   recovered_at, recovery_span_id, trace_id, span_id
