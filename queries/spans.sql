@@ -359,36 +359,50 @@ CREATE OR REPLACE TEMP MACRO order_uncertain(svc_a, t_a, svc_b, t_b) AS
 
 -- Delegation tasks (accepted delegation spans; a task retried or recorded twice counts once: its
 -- latest span), scoped to a run like everything else. A table: the chain views below and the
--- questions read it several times, and it is small beside the spans.
+-- questions read it several times, and it is small beside the spans. Only tasks with more than
+-- one span (found by a hash of run and task: equal hashes of different tasks only send both to
+-- the exact ranking) are ranked; the rest are kept as they are.
 CREATE OR REPLACE TEMP TABLE delegation_tasks AS
-    SELECT run_id, agent_id, tool_name, start_time, trace_id, span_id, delegation_task_id,
-           delegation_origin_task_id, delegation_root_task_id, delegation_hop, constraints_carried,
-           constraints_waived
-    FROM spans
-    WHERE delegation_task_id IS NOT NULL AND coalesce(outcome, 'ok') = 'ok'
-    QUALIFY row_number() OVER (PARTITION BY run_id, delegation_task_id
-                               ORDER BY start_time_unix_nano DESC, span_id) = 1;
+    WITH accepted AS (
+        SELECT run_id, agent_id, tool_name, start_time, trace_id, span_id, delegation_task_id,
+               delegation_origin_task_id, delegation_root_task_id, delegation_hop, constraints_carried,
+               constraints_waived, start_time_unix_nano AS t, hash(run_id, delegation_task_id) AS h
+        FROM spans
+        WHERE delegation_task_id IS NOT NULL AND coalesce(outcome, 'ok') = 'ok'
+    ),
+    repeated AS (
+        SELECT h FROM accepted GROUP BY h HAVING count(*) > 1
+    )
+    SELECT * EXCLUDE (t, h) FROM accepted WHERE h NOT IN (SELECT h FROM repeated)
+    UNION ALL
+    SELECT * EXCLUDE (t, h) FROM (
+        SELECT * FROM accepted WHERE h IN (SELECT h FROM repeated)
+        QUALIFY row_number() OVER (PARTITION BY run_id, delegation_task_id ORDER BY t DESC, span_id) = 1
+    );
 
 -- One row per chain (run, root task): whether its root registration is in the evidence, and the
--- baseline the chain is judged against: the root's constraints, else (root_seen false) the
--- constraints carried at the earliest hop present (baseline_hop).
+-- baseline the chain is judged against: the constraints carried at the root's hop, else (root_seen
+-- false, or a root without a hop) at the earliest hop present (baseline_hop), by every task there.
 CREATE OR REPLACE TEMP TABLE delegation_chains AS
-    WITH by_hop AS (
-        SELECT run_id, delegation_root_task_id AS root_task_id, delegation_hop,
-               bool_or(delegation_task_id = delegation_root_task_id) AS is_root,
-               list_distinct(flatten(list(constraints_carried))) AS carried
+    WITH chains AS (
+        SELECT run_id, delegation_root_task_id AS root_task_id,
+               bool_or(delegation_task_id = delegation_root_task_id) AS root_seen,
+               coalesce(min(delegation_hop) FILTER (WHERE delegation_task_id = delegation_root_task_id),
+                        min(delegation_hop)) AS baseline_hop
         FROM delegation_tasks
         WHERE delegation_root_task_id IS NOT NULL
-        GROUP BY ALL
+        GROUP BY run_id, delegation_root_task_id
+    ),
+    baselines AS (
+        SELECT t.run_id, t.delegation_root_task_id AS root_task_id,
+               list_distinct(flatten(list(t.constraints_carried))) AS baseline_constraints
+        FROM delegation_tasks t
+        JOIN chains ch ON ch.run_id = t.run_id AND ch.root_task_id = t.delegation_root_task_id
+                      AND t.delegation_hop = ch.baseline_hop
+        GROUP BY t.run_id, t.delegation_root_task_id
     )
-    SELECT run_id, root_task_id,
-           bool_or(is_root) AS root_seen,
-           coalesce(arg_min(delegation_hop, delegation_hop) FILTER (WHERE is_root),
-                    min(delegation_hop)) AS baseline_hop,
-           coalesce(arg_min(carried, delegation_hop) FILTER (WHERE is_root),
-                    arg_min(carried, delegation_hop)) AS baseline_constraints
-    FROM by_hop
-    GROUP BY run_id, root_task_id;
+    SELECT ch.run_id, ch.root_task_id, ch.root_seen, ch.baseline_hop, b.baseline_constraints
+    FROM chains ch LEFT JOIN baselines b USING (run_id, root_task_id);
 
 -- Gaps: a task whose parent (delegation.origin_task_id) is not in the evidence of its run, while
 -- the task is not at its chain's baseline hop. Nothing can be said about what the missing hop
