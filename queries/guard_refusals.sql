@@ -18,7 +18,7 @@
 --
 -- Example: run r-17, write_state, builder-b, rejected_stale_version, state_key plan/pricing-447,
 --   recovered true by write_state 0.4 ms later.
-WITH subjects AS (
+WITH subjects AS NOT MATERIALIZED (
     SELECT
         run_id, tool_name, tool_kind, agent_id, coalesce(agent_id, '') AS agent_key, outcome, trace_id, span_id,
         start_time, start_time_unix_nano AS t,
@@ -33,18 +33,20 @@ WITH subjects AS (
     FROM spans
     WHERE outcome IS NOT NULL
 ),
-refused AS (
-    SELECT * FROM subjects
+-- Refusals are few: kept whole, with a hash of (run, agent, subject) each.
+refused AS MATERIALIZED (
+    SELECT *, hash(run_id, agent_key, subject_kind, subject) AS h FROM subjects
     WHERE outcome IN ('rejected_stale_version', 'stale_policy', 'constraint_missing', 'duplicate_request',
                       'plan_expired', 'plan_binding_moved', 'in_progress')
 ),
--- Accepted calls on a subject some agent was refused on in its run: only those can be a recovery,
--- so the ASOF join below sorts a few rows instead of every accepted call.
+-- Accepted calls on a subject the same agent was refused on in its run: only those can be a
+-- recovery, so the accepted calls stream past the refusals' hashes (equal hashes of different
+-- subjects only add calls, which the exact ASOF join below never pairs) and the ASOF join sorts a
+-- few rows instead of every accepted call.
 accepted AS (
-    SELECT a.* FROM subjects a
-    SEMI JOIN refused r ON r.run_id = a.run_id AND r.agent_key = a.agent_key
-                       AND r.subject_kind = a.subject_kind AND r.subject = a.subject
-    WHERE a.outcome IN ('ok', 'forced') AND a.subject IS NOT NULL AND coalesce(a.tool_kind, '') <> 'read'
+    SELECT * FROM subjects
+    WHERE outcome IN ('ok', 'forced') AND subject IS NOT NULL AND coalesce(tool_kind, '') <> 'read'
+      AND hash(run_id, agent_key, subject_kind, subject) IN (SELECT h FROM refused)
 ),
 -- The first accepted call after the refusal by the same agent on the same subject (ASOF: nearest later).
 recovery AS (

@@ -45,7 +45,8 @@ CHAIN_DEPENDENT = frozenset({"constraint_loss_by_hop", "waivers_by_hop"})
 _SKEW_SQL = f"""
 INSERT INTO clock_skew
 WITH multi AS (
-    SELECT trace_id FROM spans_base GROUP BY trace_id HAVING count(DISTINCT coalesce(service_name, '')) > 1
+    SELECT trace_id FROM spans_base GROUP BY trace_id
+    HAVING min(coalesce(service_name, '')) <> max(coalesce(service_name, ''))  -- two services or more
 ),
 sp AS (
     SELECT trace_id, span_id, parent_span_id, coalesce(service_name, '') AS service,
