@@ -15,14 +15,14 @@
 --
 -- Example: run r-6, profile/user-145: support's update_email wrote rev-9 (read-back: match, through
 --   the cache); the auditor's next read returned rev-8.
-WITH all_writes AS NOT MATERIALIZED (
+WITH all_writes AS (
     SELECT run_id, state_key, agent_id, tool_name, state_version_written, readback, start_time,
            start_time_unix_nano AS t, trace_id, span_id, service_name
     FROM spans
     WHERE tool_kind = 'write' AND state_key IS NOT NULL AND state_version_written IS NOT NULL
       AND coalesce(outcome, 'ok') IN ('ok', 'forced')
 ),
-reads AS NOT MATERIALIZED (
+reads AS (
     SELECT run_id, state_key, state_version_read AS version, agent_id, start_time,
            start_time_unix_nano AS t, span_id, service_name
     FROM spans
