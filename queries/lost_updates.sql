@@ -20,13 +20,7 @@
 --
 -- Example: same_baseline, key cart/9, baseline v7: planner's write at 10:02 and writer's at
 --   10:03 both derived from v7; the planner's update is lost.
-WITH reads AS (
-    SELECT run_id, coalesce(agent_id, '') AS agent_key, state_key, state_version_read AS version,
-           start_time_unix_nano AS t, service_name
-    FROM spans
-    WHERE tool_kind = 'read' AND state_key IS NOT NULL AND state_version_read IS NOT NULL
-),
-writes AS (
+WITH writes AS (
     SELECT run_id, agent_id, coalesce(agent_id, '') AS agent_key, state_key, trace_id, span_id,
            start_time, start_time_unix_nano AS t, state_version_written, state_version_expected, service_name
     FROM spans
@@ -39,19 +33,24 @@ unguarded AS (
 unguarded_keys AS (
     SELECT DISTINCT run_id, state_key FROM unguarded
 ),
+-- Reads are needed only for those keys (an unguarded write's baseline and what it is judged against).
+reads AS (
+    SELECT s.run_id, coalesce(s.agent_id, '') AS agent_key, s.state_key, s.state_version_read AS version,
+           s.start_time_unix_nano AS t, s.service_name
+    FROM spans s SEMI JOIN unguarded_keys k ON k.run_id = s.run_id AND k.state_key = s.state_key
+    WHERE s.tool_kind = 'read' AND s.state_key IS NOT NULL AND s.state_version_read IS NOT NULL
+),
 -- The baseline: the expected version, else the writer's latest read of the key earlier in the run.
 accepted AS (
     SELECT *, state_version_expected AS baseline FROM writes WHERE state_version_expected IS NOT NULL
     UNION ALL BY NAME
     SELECT w.*, r.version AS baseline
     FROM unguarded w
-    ASOF LEFT JOIN (SELECT * FROM reads SEMI JOIN unguarded_keys k
-                    ON k.run_id = reads.run_id AND k.state_key = reads.state_key) r
+    ASOF LEFT JOIN reads r
       ON r.run_id = w.run_id AND r.state_key = w.state_key AND r.agent_key = w.agent_key AND w.t > r.t
 ),
 observations AS (
     SELECT run_id, state_key, version, t, service_name FROM reads
-    SEMI JOIN unguarded_keys k ON k.run_id = reads.run_id AND k.state_key = reads.state_key
     UNION ALL
     SELECT run_id, state_key, state_version_written, t, service_name FROM writes
     SEMI JOIN unguarded_keys k ON k.run_id = writes.run_id AND k.state_key = writes.state_key
