@@ -20,7 +20,7 @@
 --
 -- Example: run r-17, key invoice/42: planner read v3, billing read v4, planner wrote expecting
 --   v3; version_at_write v4, stale_side writer, write_outcome ok (lost_update true).
-WITH all_reads AS (
+WITH all_reads AS NOT MATERIALIZED (
     SELECT run_id, agent_id, coalesce(agent_id, '') AS agent_key, state_key,
            state_version_read AS version, start_time_unix_nano AS t, service_name
     FROM spans
@@ -32,13 +32,14 @@ WITH all_reads AS (
 divergent_hashes AS (
     SELECT hash(run_id, state_key) AS h FROM all_reads GROUP BY h HAVING min(version) <> max(version)
 ),
+candidate_reads AS MATERIALIZED (
+    SELECT * FROM all_reads WHERE hash(run_id, state_key) IN (SELECT h FROM divergent_hashes)
+),
 divergent_keys AS (
-    SELECT run_id, state_key FROM all_reads
-    WHERE hash(run_id, state_key) IN (SELECT h FROM divergent_hashes)
-    GROUP BY run_id, state_key HAVING count(DISTINCT version) > 1
+    SELECT run_id, state_key FROM candidate_reads GROUP BY run_id, state_key HAVING count(DISTINCT version) > 1
 ),
 reads AS (
-    SELECT r.* FROM all_reads r SEMI JOIN divergent_keys d ON d.run_id = r.run_id AND d.state_key = r.state_key
+    SELECT r.* FROM candidate_reads r SEMI JOIN divergent_keys d ON d.run_id = r.run_id AND d.state_key = r.state_key
 ),
 writes AS (
     SELECT s.run_id, s.agent_id, coalesce(s.agent_id, '') AS agent_key, s.state_key, s.outcome, s.trace_id,
