@@ -20,7 +20,7 @@
 --
 -- Example: same_baseline, key cart/9, baseline v7: planner's write at 10:02 and writer's at
 --   10:03 both derived from v7; the planner's update is lost.
-WITH writes AS (
+WITH writes AS MATERIALIZED (
     SELECT run_id, agent_id, coalesce(agent_id, '') AS agent_key, state_key, trace_id, span_id,
            start_time, start_time_unix_nano AS t, state_version_written, state_version_expected, service_name
     FROM spans
@@ -40,14 +40,18 @@ reads AS (
     FROM spans s SEMI JOIN unguarded_keys k ON k.run_id = s.run_id AND k.state_key = s.state_key
     WHERE s.tool_kind = 'read' AND s.state_key IS NOT NULL AND s.state_version_read IS NOT NULL
 ),
--- The baseline: the expected version, else the writer's latest read of the key earlier in the run.
-accepted AS (
-    SELECT *, state_version_expected AS baseline FROM writes WHERE state_version_expected IS NOT NULL
-    UNION ALL BY NAME
+-- An unguarded write's baseline: the writer's latest read of the key earlier in the run.
+baselined AS MATERIALIZED (
     SELECT w.*, r.version AS baseline
     FROM unguarded w
     ASOF LEFT JOIN reads r
       ON r.run_id = w.run_id AND r.state_key = w.state_key AND r.agent_key = w.agent_key AND w.t > r.t
+),
+-- The baseline: the expected version, else that last read (a view over the writes kept above).
+accepted AS NOT MATERIALIZED (
+    SELECT *, state_version_expected AS baseline FROM writes WHERE state_version_expected IS NOT NULL
+    UNION ALL BY NAME
+    SELECT * FROM baselined
 ),
 observations AS (
     SELECT run_id, state_key, version, t, service_name FROM reads
@@ -88,7 +92,7 @@ stale_baseline AS (
            o.version AS newer_version, a.run_id, a.agent_id, a.start_time AS write_time,
            a.trace_id, a.span_id, NULL AS earlier_run_id, NULL AS earlier_agent_id,
            NULL AS earlier_span_id, order_uncertain(a.service_name, a.t, o.service_name, o.t) AS order_uncertain
-    FROM (SELECT * FROM accepted WHERE state_version_expected IS NULL AND baseline IS NOT NULL) a
+    FROM (SELECT * FROM baselined WHERE baseline IS NOT NULL) a
     ASOF JOIN observations o ON o.run_id = a.run_id AND o.state_key = a.state_key AND a.t > o.t
     WHERE o.version <> a.baseline
 )
