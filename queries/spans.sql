@@ -309,22 +309,14 @@ CREATE OR REPLACE TEMP MACRO inferred_tool_kind(rd, wr, dl, pv) AS
 -- (trace_id, span_id) after deduplication.) The `spans` view adds `attributes` (computed only
 -- when a query selects it), fills `tool_kind` where the attributes decide it, and says where the
 -- kind came from in `tool_kind_source`: 'recorded', 'inferred', 'ambiguous' (attributes of more
--- than one kind) or 'undecided' (nothing decides it). It is two branches, spans with a recorded
--- kind and spans without, so a question's `tool_kind = 'write'` reaches the scan of the first (and
--- a Parquet row group whose spans all have a kind is skipped by the second). start_time and
--- end_time are made from the nanosecond columns (the same values) rather than read a second time.
+-- than one kind) or 'undecided' (nothing decides it). start_time and end_time are made from the
+-- nanosecond columns (the same values) rather than read from the spans a second time.
 CREATE OR REPLACE TEMP VIEW spans AS
-    SELECT * REPLACE (make_timestamp_ns(CAST(start_time_unix_nano AS BIGINT)) AS start_time,
-                      make_timestamp_ns(CAST(end_time_unix_nano AS BIGINT)) AS end_time),
-           'recorded' AS tool_kind_source,
-           otlp_attributes(attribute_keys, attribute_values, attribute_arrays) AS attributes
-    FROM spans_base
-    WHERE tool_kind IS NOT NULL
-    UNION ALL
     SELECT * EXCLUDE (inferred, rd, wr, dl, pv)
-             REPLACE (inferred AS tool_kind, make_timestamp_ns(CAST(start_time_unix_nano AS BIGINT)) AS start_time,
+             REPLACE (coalesce(tool_kind, inferred) AS tool_kind,
+                      make_timestamp_ns(CAST(start_time_unix_nano AS BIGINT)) AS start_time,
                       make_timestamp_ns(CAST(end_time_unix_nano AS BIGINT)) AS end_time),
-           CASE WHEN inferred IS NOT NULL THEN 'inferred'
+           CASE WHEN tool_kind IS NOT NULL THEN 'recorded' WHEN inferred IS NOT NULL THEN 'inferred'
                 WHEN CAST(rd AS INT) + CAST(wr AS INT) + CAST(dl AS INT) + CAST(pv AS INT) > 1 THEN 'ambiguous'
                 ELSE 'undecided' END AS tool_kind_source,
            otlp_attributes(attribute_keys, attribute_values, attribute_arrays) AS attributes
@@ -339,7 +331,6 @@ CREATE OR REPLACE TEMP VIEW spans AS
                        OR delegation_root_task_id IS NOT NULL OR delegation_hop IS NOT NULL AS dl,
                    policy_version IS NOT NULL AS pv
             FROM spans_base
-            WHERE tool_kind IS NULL
         )
     );
 
