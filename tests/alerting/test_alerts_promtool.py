@@ -55,8 +55,14 @@ def test_unit_tests_fail_when_the_page_is_broken(promtool: str, tmp_path: Path) 
                 rule["expr"] = "vector(0) > 1"
     (tmp_path / shipped.rule_files()[0].name).write_text(yaml.safe_dump(rules))
     (tmp_path / "tests").mkdir()
+    # Only the file's first case (the page firing on a bad outcome): the rest would cost seconds
+    # of promtool evaluations and cannot fail for a neutered alert that this one does not catch.
     test_file = data_dir("alerts") / "tests" / "bad_outcome_success.yml"
-    shutil.copy(test_file, tmp_path / "tests" / test_file.name)
+    unit_tests = yaml.safe_load(test_file.read_text())
+    first = unit_tests["tests"][0]
+    assert any(case["alertname"] == c.ALERT_BAD_OUTCOME_SUCCESS and case["exp_alerts"] for case in first["alert_rule_test"])
+    unit_tests["tests"] = [first]
+    (tmp_path / "tests" / test_file.name).write_text(yaml.safe_dump(unit_tests))
     result = run([promtool, "test", "rules", str(tmp_path / "tests" / test_file.name)])
     assert result.returncode != 0 and c.ALERT_BAD_OUTCOME_SUCCESS in result.stdout + result.stderr
 
