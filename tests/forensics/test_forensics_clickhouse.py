@@ -8,6 +8,7 @@ Every question must answer exactly as it does on the same spans read from JSON l
 from __future__ import annotations
 
 import json
+import os
 import time
 from pathlib import Path
 from typing import Any, Iterator
@@ -53,9 +54,14 @@ def open_ch(chdb_dir: Path, database: str, **options: Any) -> Forensics:
     return open_clickhouse(f"chdb://{chdb_dir}", **options)
 
 
-@pytest.fixture(params=["current", "older"])
-def both(request: pytest.FixtureRequest, tmp_path: Path, chdb_dir: Path, database: str) -> Iterator[tuple[Forensics, Forensics]]:
-    path = load_both(planted(), tmp_path, chdb_dir, database, old_spellings=request.param == "older")
+@pytest.fixture(scope="module", params=["current", "older"])
+def both(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory,
+         chdb_dir: Path) -> Iterator[tuple[Forensics, Forensics]]:
+    """The planted incidents read from files and from ClickHouse, once per spelling for the module's
+    tests that only read them (a fresh load per test cost seconds of the suite)."""
+    database = f"otel_{os.getpid()}_both_{request.param}"
+    tmp = tmp_path_factory.mktemp(f"both-{request.param}")
+    path = load_both(planted(), tmp, chdb_dir, database, old_spellings=request.param == "older")
     with open_traces([path]) as files, open_ch(chdb_dir, database) as ch:
         yield files, ch
 
@@ -85,10 +91,11 @@ def test_the_spans_relation_has_the_file_paths_columns_and_types(both: tuple[For
 def test_report_names_the_table_and_window_and_its_detail_commands_repeat_them(
         both: tuple[Forensics, Forensics]) -> None:
     _, ch = both
-    text = ch.report().render()
+    report = ch.report()
+    text = report.render()
     headline = " ".join(text.split("\nwarning:")[0].split("\n")[:4])  # the headline, wrapped
     assert "spans from chdb://" in headline and "otel_traces" in headline
-    commands = [q["command"] for q in ch.report().as_dict()["questions"] if "command" in q]
+    commands = [q["command"] for q in report.as_dict()["questions"] if "command" in q]
     assert commands and all(cmd[3:5] == ["--clickhouse", ch.load_report.source.split(" table ")[0]]
                             and "--since" in cmd and "--until" in cmd for cmd in commands)
     assert "--clickhouse" in text and "--since" in text

@@ -22,7 +22,7 @@ from telemetry.forensics.clickhouse import connect
 
 from chdb_http import ChdbHttpServer, closed_port, session_for
 from clickhouse_support import create, exporter_rows, insert_rows, shifted_lines, write_lines
-from forensics_builder import TraceBuilder, attrs
+from forensics_builder import TraceBuilder, attrs, hex_id
 from forensics_incidents import planted
 from test_forensics_clickhouse import SHIFT_NS
 
@@ -76,11 +76,21 @@ def test_questions_over_http_equal_the_file_path(server: dict[str, Any], databas
 
 
 def test_many_spans_stream_in_several_arrow_batches(server: dict[str, Any], database: str) -> None:
+    # One read span as the exporter writes it, copied 30,000 times with its own span id, run, key
+    # and time (building each through OTLP JSON would cost seconds and test nothing more here).
     b = TraceBuilder()
+    b.add("run-0", "read_state", c.KIND_READ, "a", 0.0, attrs=attrs(STATE_KEY="k0", STATE_VERSION_READ=0))
+    template = next(exporter_rows(shifted_lines(b.lines(), SHIFT_NS)))
+    rows = []
     for i in range(30_000):
-        b.add(f"run-{i % 300}", "read_state", c.KIND_READ, "a", i * 0.01, attrs=attrs(STATE_KEY=f"k{i}",
-                                                                                      STATE_VERSION_READ=i))
-    _fill(server, database, b)
+        row = [*template]
+        row[0] += i * 10_000_000
+        row[1], row[2] = hex_id(f"trace:run-{i % 300}", 32), f"{i + 1:016x}"
+        row[11] = {**template[11], c.GEN_AI_CONVERSATION_ID: f"run-{i % 300}", c.STATE_KEY: f"k{i}",
+                   c.STATE_VERSION_READ: str(i)}
+        rows.append(row)
+    create(server["client"], database)
+    insert_rows(server["client"], rows, database)
     connection = connect(server["url"])
     try:
         from telemetry.forensics.clickhouse import Window, spans_select
