@@ -11,7 +11,7 @@ import json
 import os
 import time
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 import pytest
 
@@ -54,14 +54,27 @@ def open_ch(chdb_dir: Path, database: str, **options: Any) -> Forensics:
     return open_clickhouse(f"chdb://{chdb_dir}", **options)
 
 
+@pytest.fixture(scope="module")
+def planted_load(tmp_path_factory: pytest.TempPathFactory, chdb_dir: Path) -> Callable[[str], tuple[Path, str]]:
+    """``(JSON-lines file, database)`` of the planted incidents in one spelling ("current" or
+    "older"), loaded on first use and shared by this module's tests that only read them (a fresh
+    load per test cost seconds of the suite)."""
+    loads: dict[str, tuple[Path, str]] = {}
+
+    def get(spelling: str) -> tuple[Path, str]:
+        if spelling not in loads:
+            database = f"otel_{os.getpid()}_planted_{spelling}"
+            tmp = tmp_path_factory.mktemp(f"planted-{spelling}")
+            loads[spelling] = (load_both(planted(), tmp, chdb_dir, database, old_spellings=spelling == "older"), database)
+        return loads[spelling]
+
+    return get
+
+
 @pytest.fixture(scope="module", params=["current", "older"])
-def both(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory,
+def both(request: pytest.FixtureRequest, planted_load: Callable[[str], tuple[Path, str]],
          chdb_dir: Path) -> Iterator[tuple[Forensics, Forensics]]:
-    """The planted incidents read from files and from ClickHouse, once per spelling for the module's
-    tests that only read them (a fresh load per test cost seconds of the suite)."""
-    database = f"otel_{os.getpid()}_both_{request.param}"
-    tmp = tmp_path_factory.mktemp(f"both-{request.param}")
-    path = load_both(planted(), tmp, chdb_dir, database, old_spellings=request.param == "older")
+    path, database = planted_load(request.param)
     with open_traces([path]) as files, open_ch(chdb_dir, database) as ch:
         yield files, ch
 
@@ -171,8 +184,8 @@ def test_a_hostile_service_name_is_bound_and_selects_only_its_own_runs(
         assert [r[0] for r in ch.connection.execute("SELECT run_id FROM spans").fetchall()] == ["r2"]
 
 
-def test_more_spans_than_max_spans_is_refused_with_what_to_do(tmp_path: Path, chdb_dir: Path, database: str) -> None:
-    load_both(planted(), tmp_path, chdb_dir, database)
+def test_more_spans_than_max_spans_is_refused_with_what_to_do(chdb_dir: Path, planted_load: Callable[[str], tuple[Path, str]]) -> None:
+    _, database = planted_load("current")
     with pytest.raises(TooManySpans, match="more than --max-spans 10 .*narrow the window"):
         open_ch(chdb_dir, database, max_spans=10)
     with open_ch(chdb_dir, database, max_spans=len(planted().spans)) as ch:
@@ -193,17 +206,18 @@ def test_a_missing_table_and_a_table_of_another_shape_are_named(chdb_dir: Path, 
         open_ch(chdb_dir, database, table=f"{database}.otel_traces`; DROP TABLE x")
 
 
-def test_an_empty_window_loads_no_spans_and_says_so(tmp_path: Path, chdb_dir: Path, database: str) -> None:
-    load_both(planted(), tmp_path, chdb_dir, database)
+def test_an_empty_window_loads_no_spans_and_says_so(chdb_dir: Path, planted_load: Callable[[str], tuple[Path, str]]) -> None:
+    _, database = planted_load("current")
     with open_ch(chdb_dir, database, last=None, since="2001-01-01T00:00:00Z", until="2001-01-02T00:00:00Z") as ch:
         assert ch.load_report.spans == 0
         assert all(not ch.run(n) for n in QUESTION_NAMES)
         assert any("no tool spans in" in w for w in ch.load_report.warnings())
 
 
-def test_cli_reads_clickhouse_and_refuses_paths_with_it(tmp_path: Path, chdb_dir: Path, database: str,
+def test_cli_reads_clickhouse_and_refuses_paths_with_it(tmp_path: Path, chdb_dir: Path,
+                                                        planted_load: Callable[[str], tuple[Path, str]],
                                                         capsys: pytest.CaptureFixture[str]) -> None:
-    load_both(planted(), tmp_path, chdb_dir, database)
+    _, database = planted_load("current")
     url = f"chdb://{chdb_dir}"
     args = ["--clickhouse", url, "--table", f"{database}.otel_traces", "--last", "1d", "-q"]
     assert forensics_main(["report", *args, "--fail-on-findings"]) == 1
