@@ -27,6 +27,12 @@ import shipped
 from test_alerting_e2e import api, free_port, panel_results, stop
 
 DEADLINE = 120.0
+GUARDED_MARGIN = 6.0
+
+
+def _lines_in(folder: Path) -> int:
+    """Complete lines in the trace files under ``folder``."""
+    return sum(path.read_bytes().count(b"\n") for path in folder.rglob("*.jsonl"))
 
 
 @contextmanager
@@ -48,7 +54,8 @@ def watch(folder: Path, port: int, log: Path) -> list[str]:
 @pytest.mark.slow
 def test_watch_pages_for_a_legacy_crew_and_not_for_a_guarded_one(prometheus_binary: str, tmp_path: Path) -> None:
     """Lost updates and constraint loss fire ToolForensicFinding (critical) for the legacy crew's
-    watcher within the deadline; the guarded crew's watcher, having read its spans, fires nothing;
+    watcher within the deadline; the guarded crew's watcher, having read every span its finished
+    crew wrote, fires nothing;
     the watch panels of the dashboard return data."""
     ports = {"legacy": free_port(), "guarded": free_port()}
     prom_port = free_port()
@@ -69,24 +76,28 @@ def test_watch_pages_for_a_legacy_crew_and_not_for_a_guarded_one(prometheus_bina
             f"--storage.tsdb.path={tmp_path / 'data'}", f"--web.listen-address=127.0.0.1:{prom_port}",
             "--log.level=warn"], tmp_path / "prometheus.log"))
         base = f"http://127.0.0.1:{prom_port}"
-        for mode in ports:
-            stack.enter_context(process([sys.executable, "-m", "telemetry.cli", "demo", "--mode", mode, "--out",
-                                         str(tmp_path / mode), "--no-alerts"], tmp_path / f"crew-{mode}.log"))
+        crews = {mode: stack.enter_context(process([sys.executable, "-m", "telemetry.cli", "demo", "--mode", mode,
+                                                    "--out", str(tmp_path / mode), "--no-alerts"],
+                                                   tmp_path / f"crew-{mode}.log"))
+                 for mode in ports}
         expected = {("legacy", "lost_updates"), ("legacy", "constraint_loss_by_hop")}
         deadline = time.monotonic() + DEADLINE
         guarded_read_at = None
         while True:
             try:
                 alerts = api(base, "/api/v1/alerts")["alerts"]
-                lines = api(base, "/api/v1/query", query=f'{c.METRIC_WATCH_LINES_READ_TOTAL}{{job="guarded"}}')["result"]
+                lines = api(base, "/api/v1/query", query=f'sum({c.METRIC_WATCH_LINES_READ_TOTAL}{{job="guarded"}})')["result"]
             except OSError:
                 alerts, lines = [], []
             seen += [a for a in alerts if a["labels"]["alertname"] == c.ALERT_FORENSIC_FINDING]
             firing = {(a["labels"]["job"], a["labels"][c.LABEL_QUESTION]) for a in seen if a["state"] == "firing"}
-            if guarded_read_at is None and lines and float(lines[0]["value"][1]) > 0:
+            if (guarded_read_at is None and crews["guarded"].poll() == 0 and lines
+                    and float(lines[0]["value"][1]) >= _lines_in(tmp_path / "guarded" / "traces")):
                 guarded_read_at = time.monotonic()
-            # The guarded watcher gets as long as the legacy one needed, and at least 10 s more.
-            if expected <= firing and guarded_read_at is not None and time.monotonic() > guarded_read_at + 10:
+            # Once Prometheus has scraped the guarded watcher having read every line of its finished
+            # crew, a finding would be counted after the settle time (1 s) and the next pass (1 s),
+            # scraped (1 s) and evaluated (1 s): the guarded side gets those and 2 s more.
+            if expected <= firing and guarded_read_at is not None and time.monotonic() > guarded_read_at + GUARDED_MARGIN:
                 break
             if time.monotonic() > deadline:
                 logs = "\n".join(f"{p.name}: {p.read_text()[-2000:]}" for p in sorted(tmp_path.glob("*.log")))
