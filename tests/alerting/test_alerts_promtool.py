@@ -85,11 +85,13 @@ def test_every_alert_has_a_firing_and_a_quiet_unit_test() -> None:
         assert (alert, False) in {(a, f) for _, a, f in cases}, f"no unit test where {alert} must stay quiet"
 
 
-def test_all_green_unit_test_checks_every_alert() -> None:
-    """all_green.yml (no bad outcomes, with and without counter resets) checks every alert."""
-    green = {a for name, a, fires in _alert_tests() if name == "all_green.yml" and not fires}
+@pytest.mark.parametrize("file_name", ["all_green.yml", "all_green_hours.yml"])
+def test_all_green_unit_test_checks_every_alert(file_name: str) -> None:
+    """all_green.yml (no bad outcomes, with and without counter resets) checks every alert, and
+    all_green_hours.yml (the same traffic hours later) checks every alert again."""
+    green = {a for name, a, fires in _alert_tests() if name == file_name and not fires}
     assert green == set(c.ALERTS)
-    assert not [a for name, a, fires in _alert_tests() if name == "all_green.yml" and fires]
+    assert not [a for name, a, fires in _alert_tests() if name == file_name and fires]
 
 
 def test_alerts_carry_severity_summary_and_a_forensics_question() -> None:
