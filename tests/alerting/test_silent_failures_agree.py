@@ -50,9 +50,9 @@ def _readback(call: Any, result: Any) -> bool | None:
     return False if isinstance(result, dict) and result.get("behaviour") == "readback_mismatch" else True
 
 
-def _tools() -> dict[str, Any]:
+def _tools(names: set[str]) -> dict[str, Any]:
     out = {}
-    for name in ("alpha", "beta", "gamma"):
+    for name in sorted(names):
         def tool(behaviour: str) -> Any:
             return _result(behaviour)
         out[name] = telemetry.instrument_tool(tool, name=name, kind="write", outcome=_check, readback=_readback)
@@ -62,7 +62,7 @@ def _tools() -> dict[str, Any]:
 def _run(calls: list[tuple[str, str]], traces: Path) -> list[Any]:
     """Make the calls under a real runtime; return the final samples (read before shutdown)."""
     runtime = telemetry.configure(service_name="agree", traces_dir=traces, registry=CollectorRegistry())
-    tools = _tools()
+    tools = _tools({name for name, _ in calls})
     try:
         for name, behaviour in calls:
             try:
@@ -85,18 +85,31 @@ def _queried(traces: Path) -> set[tuple[str | None, str | None]]:
         return {(r["tool_name"], r["outcome"]) for r in f.run("bad_outcome_successes")}
 
 
-@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(st.lists(st.tuples(st.sampled_from(("alpha", "beta", "gamma")), st.sampled_from(BEHAVIOURS)), min_size=1, max_size=40))
+TOOLS = ("alpha", "beta", "gamma")
+_mix = st.lists(st.tuples(st.sampled_from(TOOLS), st.sampled_from(BEHAVIOURS)), min_size=1, max_size=40)
+
+
+# Each example runs several independent mixes side by side, each on tools of its own (alpha_0,
+# alpha_1, ...): the alert and the query group by tool, so the mixes cannot see each other, and one
+# runtime, one promtool replay and one load check them all (a replay per mix cost most of a second).
+@settings(max_examples=3, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(_mix, min_size=2, max_size=3))
 def test_the_alert_and_the_query_name_the_same_silent_failures(tmp_path_factory: pytest.TempPathFactory,
-                                                              calls: list[tuple[str, str]]) -> None:
+                                                              mixes: list[list[tuple[str, str]]]) -> None:
     """For any mix of told and silent failures, promtool's pages equal the query's (tool, outcome) rows."""
     traces = tmp_path_factory.mktemp("agree")
+    calls = [(f"{name}_{i}", behaviour) for i, mix in enumerate(mixes) for name, behaviour in mix]
     samples = _run(calls, traces)
-    expected = {(name, {"outcome_check": c.OUTCOME_POSTCONDITION_FAILED, "readback_mismatch": c.OUTCOME_READBACK_MISMATCH,
-                        "set_outcome": c.OUTCOME_NOT_FOUND}[b]) for name, b in calls
-                if b in ("outcome_check", "readback_mismatch", "set_outcome")}
-    assert _queried(traces) == expected
-    assert _paged(samples) == expected
+    queried, paged = _queried(traces), _paged(samples)
+    for i, mix in enumerate(mixes):
+        expected = {(f"{name}_{i}", {"outcome_check": c.OUTCOME_POSTCONDITION_FAILED,
+                                     "readback_mismatch": c.OUTCOME_READBACK_MISMATCH,
+                                     "set_outcome": c.OUTCOME_NOT_FOUND}[b]) for name, b in mix
+                    if b in ("outcome_check", "readback_mismatch", "set_outcome")}
+        mine = {f"{name}_{i}" for name in TOOLS}
+        assert {row for row in queried if row[0] in mine} == expected, mix
+        assert {row for row in paged if row[0] in mine} == expected, mix
+    assert {tool for tool, _ in queried | paged} <= {name for name, _ in calls}
 
 
 @pytest.mark.slow
