@@ -8,6 +8,7 @@ line, before it becomes a habit.
 from __future__ import annotations
 
 import ast
+import functools
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -72,11 +73,19 @@ def _sources(*folders: str) -> list[Path]:
     return sorted(p for folder in folders for p in (REPO / folder).rglob("*.py"))
 
 
-LIBRARY = [imp for path in _sources("telemetry") for imp in _imports(path)]
-EVERYTHING = LIBRARY + [
-    imp for path in _sources("tests", "benchmarks", "examples") for imp in _imports(path)
-]
-OURS = [imp for imp in EVERYTHING if imp.module == "telemetry" or imp.module.startswith("telemetry.")]
+# Read when a test first asks, not at import: collection imports this module in every test
+# process, and parsing every source file there cost each of them seconds.
+@functools.cache
+def _library() -> list[Import]:
+    """Every import in ``telemetry/``."""
+    return [imp for path in _sources("telemetry") for imp in _imports(path)]
+
+
+@functools.cache
+def _ours() -> list[Import]:
+    """Every import of ``telemetry`` anywhere: the package, the tests, benchmarks and examples."""
+    everything = _library() + [imp for path in _sources("tests", "benchmarks", "examples") for imp in _imports(path)]
+    return [imp for imp in everything if imp.module == "telemetry" or imp.module.startswith("telemetry.")]
 
 
 def _within(module: str, package: str) -> bool:
@@ -87,6 +96,7 @@ def _private(part: str) -> bool:
     return part.startswith("_") and not part.startswith("__")
 
 
+@functools.cache
 def _public_names(module: str) -> set[str] | None:
     """The module's ``__all__`` when it spells one out as a literal, else None."""
     path = REPO / Path(*module.split("."))
@@ -129,12 +139,12 @@ def test_the_rule_checker_sees_a_break() -> None:
     assert _privacy_breaks(into_private) == "telemetry.guards._checks is private to telemetry.guards"
     assert _privacy_breaks(outside_all) == "SCHEMA_NAME is not in telemetry.guards.state.__all__"
     assert _privacy_breaks(inside) is None
-    assert len(LIBRARY) > 100  # the walk really read the package
+    assert len(_library()) > 100  # the walk really read the package
 
 
 def test_nothing_imports_another_packages_private_names() -> None:
     """Private modules and names (a leading underscore, or left out of ``__all__``) stay in their package."""
-    breaks = [f"{imp.where}: {why}" for imp in OURS if (why := _privacy_breaks(imp)) is not None]
+    breaks = [f"{imp.where}: {why}" for imp in _ours() if (why := _privacy_breaks(imp)) is not None]
     assert not breaks, "\n".join(breaks)
 
 
@@ -143,7 +153,7 @@ def test_a_module_other_packages_import_from_says_what_it_offers() -> None:
     silent = sorted(
         {
             imp.module
-            for imp in OURS
+            for imp in _ours()
             if imp.name is not None
             and not _within(imp.importer, _owner(imp))
             and _public_names(imp.module) is None
@@ -184,7 +194,7 @@ def test_layer_rule(importer: str, imported: str, why: str) -> None:
     """One rule of the layout (see docs/architecture.md, "Rules")."""
     breaks = [
         f"{imp.where}: imports {imp.module}"
-        for imp in LIBRARY
+        for imp in _library()
         if _within(imp.importer, importer) and _within(imp.module, imported) and not _within(imp.module, importer)
     ]
     assert not breaks, why + ":\n" + "\n".join(breaks)
@@ -197,7 +207,7 @@ def test_the_library_never_imports_what_sits_on_top(area: str) -> None:
     above = [top for top in ON_TOP if not _within(area, top)]
     breaks = [
         f"{imp.where}: imports {imp.module}"
-        for imp in LIBRARY
+        for imp in _library()
         if _within(imp.importer, area) and any(_within(imp.module, top) for top in above)
     ]
     assert not breaks, "\n".join(breaks)
