@@ -94,6 +94,9 @@ def test_demo_serve_keeps_metrics_up_until_interrupted(tmp_path: Path) -> None:
         [sys.executable, "-m", "telemetry.cli", "demo", "--serve", "--port", "0", "--scenario", "split_brain",
          "--no-alerts", "--out", str(tmp_path)],
         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+        # A child inherits an ignored SIGINT (pytest started as a background job of a script gets
+        # one from the shell), and Python then never turns SIGINT into KeyboardInterrupt.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     try:
         deadline, url = time.monotonic() + 60, None
