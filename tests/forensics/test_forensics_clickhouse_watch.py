@@ -66,10 +66,21 @@ def _insert(client: Any, database: str, lines: list[str]) -> None:
     insert_rows(client, list(exporter_rows(lines)), database)
 
 
-def _passes_count_new_findings_once(url: str, client: Any, database: str, tmp: Path, **source: Any) -> None:
+@pytest.fixture(scope="module")
+def expected(tmp_path_factory: pytest.TempPathFactory) -> tuple[set[str], set[str]]:
+    """The finding keys forensics reports over the first runs, and over all of them (read from
+    files once for the module: both tests below compare against the same two sets)."""
     first, later = _parts()
+    tmp = tmp_path_factory.mktemp("expected")
     before, after = _expected_keys(first, tmp), _expected_keys(first + later, tmp)
     assert before and after - before, "the planted incidents must give findings in both parts"
+    return before, after
+
+
+def _passes_count_new_findings_once(url: str, client: Any, database: str, tmp: Path,
+                                    expected: tuple[set[str], set[str]], **source: Any) -> None:
+    first, later = _parts()
+    before, after = expected
     create(client, database)
     _insert(client, database, first)
     state = tmp / "watch.json"
@@ -95,20 +106,21 @@ def _passes_count_new_findings_once(url: str, client: Any, database: str, tmp: P
 
 
 def test_rows_inserted_between_passes_count_exactly_the_new_findings_once(
-        chdb_dir: Path, database: str, tmp_path: Path) -> None:
+        chdb_dir: Path, database: str, tmp_path: Path, expected: tuple[set[str], set[str]]) -> None:
     """On chDB: the first pass counts the first runs' findings, a pass after more rows arrive counts
     exactly the new ones, later passes and a restart with --state count nothing again."""
     client = client_for(chdb_dir)
     try:
-        _passes_count_new_findings_once(f"chdb://{chdb_dir}", client, database, tmp_path,
+        _passes_count_new_findings_once(f"chdb://{chdb_dir}", client, database, tmp_path, expected,
                                         table=f"{database}.otel_traces")
     finally:
         client.close()
 
 
-def test_the_same_over_http(server: dict[str, Any], database: str, tmp_path: Path) -> None:  # noqa: F811
+def test_the_same_over_http(server: dict[str, Any], database: str, tmp_path: Path,  # noqa: F811
+                            expected: tuple[set[str], set[str]]) -> None:
     """The same through the real clickhouse-connect HTTP client, the password from the environment."""
-    _passes_count_new_findings_once(server["url"], server["client"], database, tmp_path)
+    _passes_count_new_findings_once(server["url"], server["client"], database, tmp_path, expected)
 
 
 @pytest.fixture
@@ -123,7 +135,7 @@ def session(chdb_dir: Path) -> Iterator[Any]:
 
 def test_an_unreachable_server_is_a_named_counted_failed_pass_and_the_watcher_recovers(
         session: Any, chdb_dir: Path, database: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-        capsys: pytest.CaptureFixture[str]) -> None:
+        capsys: pytest.CaptureFixture[str], expected: tuple[set[str], set[str]]) -> None:
     """Nothing listens at first: each pass fails with ClickHouseUnreachable, one named error line,
     counted, and the loop goes on; once a server answers on that port the next pass counts the
     findings. (The stand-in only: a real server cannot be started and stopped by the test.)"""
@@ -149,7 +161,7 @@ def test_an_unreachable_server_is_a_named_counted_failed_pass_and_the_watcher_re
         assert PASSWORD not in err
         _fill(chdb_dir, database, list(exporter_rows(_parts()[0])))
         with ChdbHttpServer(session, "reader", PASSWORD, port=port):
-            assert {f.key for f in w.run_pass().new} == _expected_keys(_parts()[0], tmp_path)
+            assert {f.key for f in w.run_pass().new} == expected[0]
     finally:
         w.close()
 
@@ -169,7 +181,8 @@ def test_too_many_spans_and_a_missing_table_fail_the_pass_by_name(chdb_dir: Path
 
 
 def test_a_malformed_row_is_skipped_named_and_counted_once(chdb_dir: Path, database: str, tmp_path: Path,
-                                                           capsys: pytest.CaptureFixture[str]) -> None:
+                                                           capsys: pytest.CaptureFixture[str],
+                                                           expected: tuple[set[str], set[str]]) -> None:
     """A row with an empty span id is named on stderr and counted in the bad-lines counter once,
     however many passes read it again; the findings of the good rows are counted."""
     first = _parts()[0]
@@ -179,7 +192,7 @@ def test_a_malformed_row_is_skipped_named_and_counted_once(chdb_dir: Path, datab
     _fill(chdb_dir, database, rows + [bad])
     w = _watcher(f"chdb://{chdb_dir}", tmp_path / "w.json", table=f"{database}.otel_traces")
     try:
-        assert {f.key for f in w.run_pass().new} == _expected_keys(first, tmp_path)
+        assert {f.key for f in w.run_pass().new} == expected[0]
         w.run_pass()
         assert w.registry.get_sample_value(c.METRIC_WATCH_BAD_LINES_TOTAL) == 1
         err = capsys.readouterr().err
