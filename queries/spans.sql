@@ -100,6 +100,20 @@ CREATE OR REPLACE TEMP MACRO otlp_bad_attribute(a) AS
     OR (a.value.arrayValue IS NOT NULL
         AND list_bool_or(list_transform(coalesce(a.value.arrayValue."values", []), lambda x: x IS NULL)));
 
+-- An attribute whose array may read as less than the line holds: from_json reads an arrayValue that
+-- is not an object as one without "values" (an empty array) and an element that is not an object
+-- as one without a value, exactly as it reads {"values": ...} omitted or an element {} (both
+-- allowed). Only for such an attribute is the raw line looked at (otlp_array_wrong_type, with the
+-- wildcard path of the attribute lists it sits in).
+CREATE OR REPLACE TEMP MACRO otlp_array_suspect(a) AS
+    a.value.arrayValue IS NOT NULL AND (a.value.arrayValue."values" IS NULL
+        OR coalesce(list_bool_or(list_transform(a.value.arrayValue."values",
+                                                lambda x: otlp_scalar_text(x) IS NULL)), false));
+
+CREATE OR REPLACE TEMP MACRO otlp_array_wrong_type(line, attributes) AS
+    otlp_wrong_type(line, attributes || '[*].value.arrayValue', 'OBJECT')
+    OR otlp_wrong_type(line, attributes || '[*].value.arrayValue.values[*]', 'OBJECT');
+
 -- A line with a container that parsed to NULL somewhere: only such a line's raw text is examined.
 CREATE OR REPLACE TEMP MACRO otlp_suspicious(d) AS
     coalesce(list_bool_or(list_transform(d.resourceSpans, lambda rs:
@@ -210,7 +224,7 @@ WITH lines AS (
 -- parsed to NULL (omitted, null, or the wrong type) send the line to a look at its raw text; a
 -- line with none (what our exporter writes) is parsed once.
 checked AS (
-    SELECT source_file, d.resourceSpans AS resource_spans
+    SELECT source_file, line, d.resourceSpans AS resource_spans
     FROM lines
     WHERE CASE
         WHEN strlen(CAST(line AS VARCHAR)) > max_line_bytes
@@ -218,12 +232,16 @@ checked AS (
         WHEN d.resourceSpans IS NULL THEN otlp_refuse(
             'a line is JSON but not an OTLP TracesData object (no "resourceSpans" array)', source_file)
         WHEN NOT otlp_suspicious(d) THEN true
+        WHEN otlp_wrong_type(line, '$.resourceSpans[*]', 'OBJECT')
+            THEN otlp_refuse('an element of "resourceSpans" is not an object', source_file)
         WHEN otlp_wrong_type(line, '$.resourceSpans[*].scopeSpans', 'ARRAY')
             THEN otlp_refuse('"scopeSpans" is not a list', source_file)
         WHEN otlp_wrong_type(line, '$.resourceSpans[*].resource', 'OBJECT')
             THEN otlp_refuse('"resource" is not an object', source_file)
         WHEN otlp_wrong_type(line, '$.resourceSpans[*].resource.attributes', 'ARRAY')
             THEN otlp_refuse('the resource "attributes" is not a list', source_file)
+        WHEN otlp_wrong_type(line, '$.resourceSpans[*].scopeSpans[*]', 'OBJECT')
+            THEN otlp_refuse('an element of "scopeSpans" is not an object', source_file)
         WHEN otlp_wrong_type(line, '$.resourceSpans[*].scopeSpans[*].spans', 'ARRAY')
             THEN otlp_refuse('"spans" is not a list', source_file)
         WHEN otlp_wrong_type(line, '$.resourceSpans[*].scopeSpans[*].scope', 'OBJECT')
@@ -234,11 +252,12 @@ checked AS (
     END
 ),
 resources AS (
-    SELECT source_file, unnest(resource_spans) AS rs FROM checked
+    SELECT source_file, line, unnest(resource_spans) AS rs FROM checked
 ),
 scopes AS (
     SELECT
         source_file,
+        line,
         otlp_attributes(list_transform(rs.resource.attributes, lambda a: a.key),
                         list_transform(rs.resource.attributes, lambda a: otlp_scalar_text(a.value)),
                         list_transform(rs.resource.attributes, lambda a: CAST(NULL AS VARCHAR[])))
@@ -249,11 +268,14 @@ scopes AS (
         WHEN rs IS NULL THEN otlp_refuse('an element of "resourceSpans" is not an object', source_file)
         WHEN list_bool_or(list_transform(rs.resource.attributes, lambda a: otlp_bad_attribute(a)))
             THEN otlp_refuse('a resource attribute is not {"key": ..., "value": {...}} with a value', source_file)
+        WHEN list_bool_or(list_transform(rs.resource.attributes, lambda a: otlp_array_suspect(a)))
+             AND otlp_array_wrong_type(line, '$.resourceSpans[*].resource.attributes')
+            THEN otlp_refuse('a resource attribute''s array is not {"values": [{...}, ...]}', source_file)
         ELSE true
     END
 ),
 raw_spans AS (
-    SELECT source_file, resource_attributes, ss.scope.name AS scope_name, ss.scope.version AS scope_version,
+    SELECT source_file, line, resource_attributes, ss.scope.name AS scope_name, ss.scope.version AS scope_version,
            unnest(coalesce(ss.spans, [])) AS s
     FROM scopes
     WHERE CASE WHEN ss IS NULL THEN otlp_refuse('an element of "scopeSpans" is not an object', source_file)
@@ -262,18 +284,35 @@ raw_spans AS (
 keyed AS (
     SELECT
         source_file,
+        line,
         resource_attributes,
         scope_name,
         scope_version,
         s,
         coalesce(list_transform(s.attributes, lambda a: a.key), []) AS attribute_keys,
         coalesce(list_transform(s.attributes, lambda a: CASE WHEN a.value.arrayValue IS NULL
-            THEN otlp_scalar_text(a.value) END), []) AS attribute_values,
-        coalesce(list_transform(s.attributes, lambda a: CASE WHEN a.value.arrayValue IS NOT NULL
-            THEN list_transform(coalesce(a.value.arrayValue."values", []), lambda x: otlp_scalar_text(x)) END), [])
-            AS attribute_arrays,
-        flatten(list_transform(s.attributes, lambda a: a.value.arrayValue."values")) AS array_elements
+            THEN otlp_scalar_text(a.value) END), []) AS attribute_values
     FROM raw_spans
+),
+-- Arrays: only a span with an attribute that has no scalar value (an array, or a bad attribute)
+-- walks its attributes again; for the rest (every attribute a scalar, most spans) the arrays are
+-- all NULL and no element can be bad, so the list is padded without a walk (measured about 1 CPU
+-- second of 27 less at 1,000,000 spans than building both lists for every span).
+arrays AS (
+    SELECT
+        *,
+        CASE WHEN list_count(attribute_values) = len(attribute_keys)
+            THEN list_resize(CAST([] AS VARCHAR[][]), len(attribute_keys))
+            ELSE coalesce(list_transform(s.attributes, lambda a: CASE WHEN a.value.arrayValue IS NOT NULL
+                THEN list_transform(coalesce(a.value.arrayValue."values", []), lambda x: otlp_scalar_text(x)) END), [])
+        END AS attribute_arrays,
+        CASE WHEN list_count(attribute_values) = len(attribute_keys) THEN []
+            ELSE flatten(list_transform(s.attributes, lambda a: a.value.arrayValue."values"))
+        END AS array_elements,
+        CASE WHEN list_count(attribute_values) = len(attribute_keys) THEN false
+            ELSE coalesce(list_bool_or(list_transform(s.attributes, lambda a: otlp_array_suspect(a))), false)
+        END AS array_suspect
+    FROM keyed
 ),
 -- The span checks, on the lists just built (cheaper than a second walk over the attributes): an
 -- attribute is bad when it has no key (or is not an object), or neither a scalar value nor an
@@ -282,8 +321,8 @@ keyed AS (
 -- what it is; the id and time rules are otlp_span_problem's. A span without attributes has three
 -- empty lists (not NULL).
 valid AS (
-    SELECT * EXCLUDE (array_elements)
-    FROM keyed
+    SELECT * EXCLUDE (line, array_elements, array_suspect)
+    FROM arrays
     WHERE CASE
         WHEN s IS NULL THEN otlp_refuse('an element of "spans" is not an object', source_file)
         WHEN otlp_span_problem(s) IS NOT NULL THEN otlp_refuse(otlp_span_problem(s), source_file)
@@ -291,6 +330,8 @@ valid AS (
              OR list_count(attribute_values) + list_count(attribute_arrays) < len(attribute_keys)
              OR list_count(array_elements) < len(array_elements)
             THEN otlp_refuse('a span attribute is not {"key": ..., "value": {...}} with a value', source_file)
+        WHEN array_suspect AND otlp_array_wrong_type(line, '$.resourceSpans[*].scopeSpans[*].spans[*].attributes')
+            THEN otlp_refuse('a span attribute''s array is not {"values": [{...}, ...]}', source_file)
         ELSE true
     END
 )
