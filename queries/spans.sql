@@ -251,6 +251,10 @@ checked AS (
         ELSE true
     END
 ),
+-- Unnesting a NULL list gives no rows, as an empty one does, so the lists are unnested as parsed:
+-- coalesce(list, []) copies every nested value in it (around the spans, that measured about 4 CPU
+-- seconds of 22 at 1,000,000 spans). The attribute lists below use a CASE instead, which passes
+-- the branch's vector on untouched when a whole chunk takes one branch.
 resources AS (
     SELECT source_file, line, unnest(resource_spans) AS rs FROM checked
 ),
@@ -262,7 +266,7 @@ scopes AS (
                         list_transform(rs.resource.attributes, lambda a: otlp_scalar_text(a.value)),
                         list_transform(rs.resource.attributes, lambda a: CAST(NULL AS VARCHAR[])))
             AS resource_attributes,
-        unnest(coalesce(rs.scopeSpans, [])) AS ss
+        unnest(rs.scopeSpans) AS ss
     FROM resources
     WHERE CASE
         WHEN rs IS NULL THEN otlp_refuse('an element of "resourceSpans" is not an object', source_file)
@@ -276,7 +280,7 @@ scopes AS (
 ),
 raw_spans AS (
     SELECT source_file, line, resource_attributes, ss.scope.name AS scope_name, ss.scope.version AS scope_version,
-           unnest(coalesce(ss.spans, [])) AS s
+           unnest(ss.spans) AS s
     FROM scopes
     WHERE CASE WHEN ss IS NULL THEN otlp_refuse('an element of "scopeSpans" is not an object', source_file)
                ELSE true END
@@ -289,9 +293,10 @@ keyed AS (
         scope_name,
         scope_version,
         s,
-        coalesce(list_transform(s.attributes, lambda a: a.key), []) AS attribute_keys,
-        coalesce(list_transform(s.attributes, lambda a: CASE WHEN a.value.arrayValue IS NULL
-            THEN otlp_scalar_text(a.value) END), []) AS attribute_values
+        CASE WHEN s.attributes IS NULL THEN [] ELSE list_transform(s.attributes, lambda a: a.key) END
+            AS attribute_keys,
+        CASE WHEN s.attributes IS NULL THEN [] ELSE list_transform(s.attributes, lambda a:
+            CASE WHEN a.value.arrayValue IS NULL THEN otlp_scalar_text(a.value) END) END AS attribute_values
     FROM raw_spans
 ),
 -- Arrays: only a span with an attribute that has no scalar value (an array, or a bad attribute)
