@@ -234,8 +234,10 @@ def _attributes_problem(attributes: object, where: str) -> Optional[str]:
             return bad
         value = attribute["value"]
         array = value.get("arrayValue")
-        if not isinstance(array, dict) and all(value.get(k) is None for k in _SCALARS):
-            return bad  # empty, or an arrayValue that is not an object: nothing would read
+        if array is not None and not isinstance(array, dict):
+            return bad  # an arrayValue that is not an object, even beside a scalar: nothing reads from it
+        if array is None and all(value.get(k) is None for k in _SCALARS):
+            return bad  # empty: nothing would read
         if isinstance(array, dict) and any(not isinstance(v, dict) for v in _listed(array.get("values"))):
             return bad
     return None

@@ -106,6 +106,8 @@ _wrong_places = {
     "span array element": lambda bad: {"resourceSpans": [{"scopeSpans": [{"spans": [
         {**_good_span, "attributes": [{"key": "s", "value": {"stringValue": "x"}},
                                       _array_attribute({"values": [{"stringValue": "y"}, bad]})]}]}]}]},
+    "arrayValue beside a scalar": lambda bad: {"resourceSpans": [{"scopeSpans": [{"spans": [
+        {**_good_span, "attributes": [{"key": "k", "value": {"stringValue": "x", "arrayValue": bad}}]}]}]}]},
     "resource arrayValue": lambda bad: {"resourceSpans": [{"resource": {"attributes": [_array_attribute(bad)]},
                                                            "scopeSpans": [{"spans": [_good_span]}]}]},
     "resource array element": lambda bad: {"resourceSpans": [{"resource": {"attributes": [
