@@ -1,9 +1,10 @@
 -- spans: the normalized span relation every forensics question reads.
 --
 -- This file defines DuckDB macros; the loader (telemetry/forensics/loading.py) runs it once per
--- connection, materializes `CREATE TEMP TABLE spans_base AS SELECT * FROM otlp_spans($paths)` with
+-- connection, materializes `CREATE TABLE spans_loaded AS SELECT * FROM otlp_spans($paths)` with
 -- the file list bound as a parameter (Parquet parts written by `ingest` hold the same columns),
--- then runs the part after the `@after spans_base` marker, which defines the view `spans`.
+-- drops copies of a span into `spans_base` (telemetry/forensics/dedup.py), then runs the part
+-- after the `@after spans_base` marker, which defines the view `spans`.
 --
 -- Input: OTLP JSON lines, one `TracesData` object a line (our exporter, or an OpenTelemetry
 -- Collector `file` exporter with format json). Read with an explicit structure through
