@@ -141,7 +141,12 @@ def _child(fn: Callable[[], Any], trace_python: bool, conn: Any) -> None:
         tracemalloc.start()
     started = time.perf_counter()
     cpu_started = time.process_time()
-    value = fn()
+    try:
+        value = fn()
+    except BaseException as error:  # the parent would wait for a result forever
+        conn.send(error)
+        conn.close()
+        raise
     seconds = time.perf_counter() - started
     cpu = time.process_time() - cpu_started
     peak = tracemalloc.get_traced_memory()[1] if trace_python else None
@@ -163,8 +168,11 @@ def _measure(label: str, fn: Callable[[], Any], trace_python: bool = True) -> di
     parent, child = ctx.Pipe(duplex=False)
     process = ctx.Process(target=_child, args=(fn, trace_python, child))
     process.start()
-    seconds, cpu, value, peak, rss = parent.recv()
+    got = parent.recv()
     process.join()
+    if isinstance(got, BaseException):
+        raise SystemExit(f"{label} failed in its process: {got!r}")
+    seconds, cpu, value, peak, rss = got
     print(f"  {label}: {seconds:.2f} s, {cpu:.2f} CPU s, max RSS {rss / 1e6:,.0f} MB", file=sys.stderr, flush=True)
     return {"step": label, "seconds": round(seconds, 3), "cpu_seconds": round(cpu, 3),
             "python_peak_mb": round(peak / 1e6, 1) if peak is not None else None,

@@ -18,6 +18,7 @@ QUICK_ARGS = {
     "encoder": ["--spans", "1280", "--rounds", "3"],
     "kill": ["--seconds", "1.5", "--runs", "1"],
     "forensics": ["--spans", "50000"],
+    "json_readers": ["--spans", "50000"],
     "clickhouse": ["--spans", "50000"],
     "guards": ["--writes", "2000", "--increments", "20"],
     "watch": ["--spans", "50000"],
