@@ -2,84 +2,37 @@
 
 from __future__ import annotations
 
-import json
 import warnings
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
-
-pytest.importorskip("langchain_core", reason="install outcome-telemetry[langchain]")
-
-from langchain_core.language_models.chat_models import BaseChatModel
-from langchain_core.language_models.fake_chat_models import FakeMessagesListChatModel
-from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
-from langchain_core.outputs import ChatGeneration, ChatResult
-from langchain_core.tools import BaseTool, StructuredTool, ToolException, tool
-from langchain_core.utils.function_calling import convert_to_openai_tool
+from optional import require
 
 import telemetry
 from telemetry import conventions as c
-from telemetry import instrument_tool
 from telemetry.exceptions import ConfigurationError
 from telemetry.instrument import SPEC_ATTRIBUTE
-from telemetry.integrations import langchain as otel_langchain
 from telemetry.testing import Capture
 
 from .integration_support import KEY, assert_stale_write_story, attrs, ours, state_store, tool_spans_by_name, write_traces
 
 
-@tool
-def lookup(query: str) -> str:
-    """Look something up."""
-    return f"found {query}"
-
-
-@tool
-async def refund(order_id: int, amount: float) -> str:
-    """Refund part of an order; refuses amounts over the order total."""
-    if amount > 100:
-        raise ToolException(f"order {order_id} totals 100; {amount} is more than that")
-    return "refunded"
-
-
-refund.handle_tool_error = True  # LangChain turns the ToolException into an error ToolMessage
-
-
-@instrument_tool(kind="read")
-def already(x: int) -> int:
-    """A function the user decorated themselves."""
-    return x
-
-
-class Unit(BaseTool):
-    """A BaseTool subclass with its own _run."""
-
-    name: str = "unit"
-    description: str = "Convert a unit."
-
-    def _run(self, value: str) -> str:
-        return value.upper()
-
-
-def _tools(tmp_path: Path, capture: Capture) -> tuple[list[BaseTool], Any]:
-    store = state_store(tmp_path, capture)
-    read_state = StructuredTool.from_function(store.read_state, metadata={"readOnlyHint": True})
-    write_state = StructuredTool.from_function(store.write_state)
-    lookup_copy = StructuredTool.from_function(lookup.func, name="lookup", metadata={"readOnlyHint": True})
-    return [lookup_copy, refund, StructuredTool.from_function(already), Unit(), read_state, write_state], store
-
-
-def _shown(tools: list[BaseTool]) -> str:
-    return json.dumps([convert_to_openai_tool(t) for t in tools], sort_keys=True)
+@pytest.fixture(autouse=True)
+def _langchain() -> Iterator[None]:
+    """LangChain is imported by the test that runs (each imports its parts from ``langchain_parts``)."""
+    require("langchain_core", "langchain")
+    yield
 
 
 def test_schemas_shown_to_the_model_are_byte_identical(tmp_path: Path, telemetry_capture: Capture) -> None:
     """convert_to_openai_tool (what bind_tools sends) gives the same JSON before and after."""
-    tools, _store = _tools(tmp_path, telemetry_capture)
-    before = _shown(tools)
+    from .langchain_parts import otel_langchain, convert_to_openai_tool, shown, tools_of
+
+    tools, _store = tools_of(tmp_path, telemetry_capture)
+    before = shown(tools)
     assert otel_langchain.instrument(tools) is tools
-    assert _shown(tools) == before
+    assert shown(tools) == before
     strict = [convert_to_openai_tool(t, strict=True) for t in tools]
     otel_langchain.instrument(tools)
     assert [convert_to_openai_tool(t, strict=True) for t in tools] == strict
@@ -87,7 +40,9 @@ def test_schemas_shown_to_the_model_are_byte_identical(tmp_path: Path, telemetry
 
 def test_each_tool_is_wrapped_once(tmp_path: Path, telemetry_capture: Capture) -> None:
     """A decorated function and the guards' tools keep their functions; a second call changes nothing."""
-    tools, _store = _tools(tmp_path, telemetry_capture)
+    from .langchain_parts import already, lookup, otel_langchain, tools_of
+
+    tools, _store = tools_of(tmp_path, telemetry_capture)
     otel_langchain.instrument(tools, kinds={"unit": "read"})
     by_name = {t.name: t for t in tools}
     assert by_name["already"].func is already
@@ -104,14 +59,18 @@ def test_each_tool_is_wrapped_once(tmp_path: Path, telemetry_capture: Capture) -
 
 def test_a_misspelled_choice_is_refused_like_any_unknown_keyword(tmp_path: Path, telemetry_capture: Capture) -> None:
     """The shared keywords arrive as ``**choices``: a typo is a TypeError naming it, never ignored."""
-    tools, _store = _tools(tmp_path, telemetry_capture)
+    from .langchain_parts import otel_langchain, tools_of
+
+    tools, _store = tools_of(tmp_path, telemetry_capture)
     with pytest.raises(TypeError, match="unexpected keyword argument 'kind'"):
         otel_langchain.instrument(tools, kind={"unit": "read"})  # type: ignore[call-arg]
 
 
 async def test_minimal_loop_records_call_ids_and_tool_exception(tmp_path: Path, telemetry_capture: Capture) -> None:
     """A hand-written loop over a fake chat model: call ids reach the spans; ToolException is ok/tool_error."""
-    tools, _store = _tools(tmp_path, telemetry_capture)
+    from .langchain_parts import AIMessage, BaseMessage, FakeMessagesListChatModel, ToolMessage, otel_langchain, tools_of
+
+    tools, _store = tools_of(tmp_path, telemetry_capture)
     otel_langchain.instrument(tools)
     by_name = {t.name: t for t in tools}
     model = FakeMessagesListChatModel(
@@ -147,6 +106,8 @@ async def test_minimal_loop_records_call_ids_and_tool_exception(tmp_path: Path, 
 
 def test_tool_exception_propagates_unchanged_when_not_handled(tmp_path: Path, telemetry_capture: Capture) -> None:
     """Without handle_tool_error the ToolException reaches the caller, still recorded as ok/tool_error."""
+    from .langchain_parts import StructuredTool, ToolException, otel_langchain
+
 
     def charge(amount: float) -> str:
         """Charge a card."""
@@ -159,56 +120,14 @@ def test_tool_exception_propagates_unchanged_when_not_handled(tmp_path: Path, te
     assert (a[c.TOOL_TRANSPORT], a[c.TOOL_OUTCOME], a[c.GEN_AI_TOOL_CALL_ID]) == (c.TRANSPORT_OK, c.OUTCOME_TOOL_ERROR, "call_x")
 
 
-class _ScriptedChat(BaseChatModel):
-    """A chat model whose replies a test function computes from the conversation so far."""
-
-    script: Any
-    shown: list[Any] = []
-
-    @property
-    def _llm_type(self) -> str:
-        return "scripted"
-
-    def bind_tools(self, tools: Any, **kwargs: Any) -> Any:
-        self.shown.append([convert_to_openai_tool(t) for t in tools])
-        return self
-
-    def _generate(self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kwargs: Any) -> ChatResult:
-        return ChatResult(generations=[ChatGeneration(message=self.script(messages))])
-
-
-def _last_tool_result(messages: list[BaseMessage]) -> dict[str, Any]:
-    found = [m for m in messages if isinstance(m, ToolMessage)]
-    if not found:
-        return {}
-    content = found[-1].content
-    return json.loads(content) if isinstance(content, str) else {}
-
-
-def _planner_script(store: Any) -> Any:
-    turn = {"n": 0}
-
-    def script(messages: list[BaseMessage]) -> AIMessage:
-        turn["n"] += 1
-        n, seen = turn["n"], _last_tool_result(messages)
-        if n in (1, 3):
-            return AIMessage(content="", tool_calls=[{"name": "read_state", "args": {"key": KEY, "agent_id": "planner"}, "id": f"read-{n}"}])
-        if n == 2:
-            store.write_state(KEY, {"steps": ["draft", "colleague"]}, seen["version"], agent_id="colleague")
-        if n in (2, 4):
-            args = {"key": KEY, "value": {"steps": seen["value"]["steps"] + ["planner"]}, "expected_version": seen["version"], "agent_id": "planner"}
-            return AIMessage(content="", tool_calls=[{"name": "write_state", "args": args, "id": f"write-{n}"}])
-        return AIMessage(content="done")
-
-    return script
-
-
 def test_langgraph_agent_with_guards_recovers_and_forensics_sees_one_run(tmp_path: Path, telemetry_capture: Capture) -> None:
     """LangGraph's prebuilt agent: a stale write is refused and redone; the thread is the run forensics sees."""
+    from .langchain_parts import ScriptedChat, StructuredTool, otel_langchain, planner_script
+
     prebuilt = pytest.importorskip("langgraph.prebuilt", reason="install langgraph to run the prebuilt agent")
     store = state_store(tmp_path, telemetry_capture)
     tools = [StructuredTool.from_function(store.read_state), StructuredTool.from_function(store.write_state)]
-    model = _ScriptedChat(script=_planner_script(store))
+    model = ScriptedChat(script=planner_script(store))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)
         agent = prebuilt.create_react_agent(model, tools, name="planner")

@@ -2,96 +2,34 @@
 
 from __future__ import annotations
 
-import ast
-import json
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-
-pytest.importorskip("agents", reason="install outcome-telemetry[openai-agents]")
-
-from agents import Agent, ModelResponse, RunConfig, Runner, Usage, function_tool
-from agents.models.interface import Model
-from agents.models.openai_responses import Converter
-from openai.types.responses import ResponseFunctionToolCall, ResponseOutputMessage, ResponseOutputText
+from optional import require
 
 import telemetry
 from telemetry import conventions as c
-from telemetry import instrument_tool
 from telemetry.exceptions import ConfigurationError
-from telemetry.integrations import openai_agents as otel_agents
 from telemetry.testing import Capture
 
-from .integration_support import KEY, assert_stale_write_story, attrs, ours, state_store, tool_spans_by_name, write_traces
-
-NO_TRACING = RunConfig(tracing_disabled=True)
+from .integration_support import KEY, assert_stale_write_story, attrs, ours, tool_spans_by_name, write_traces
 
 
-def _call(name: str, args: dict[str, Any], call_id: str) -> ResponseFunctionToolCall:
-    return ResponseFunctionToolCall(type="function_call", name=name, arguments=json.dumps(args), call_id=call_id, id=f"fc_{call_id}")
-
-
-def _text(text: str) -> ResponseOutputMessage:
-    return ResponseOutputMessage(
-        type="message", id="msg_1", role="assistant", status="completed",
-        content=[ResponseOutputText(type="output_text", text=text, annotations=[])],
-    )
-
-
-class ScriptedModel(Model):
-    """A Model whose replies a function computes from the input items; it records the tools it was shown."""
-
-    def __init__(self, script: Any) -> None:
-        self.script = script
-        self.shown: list[str] = []
-
-    async def get_response(self, system_instructions: Any, input: Any, model_settings: Any, tools: Any, output_schema: Any,
-                           handoffs: Any, tracing: Any, **kwargs: Any) -> ModelResponse:
-        self.shown.append(json.dumps(Converter.convert_tools(tools, handoffs).tools, sort_keys=True, default=repr))
-        items = input if isinstance(input, list) else []
-        return ModelResponse(output=self.script(items), usage=Usage(), response_id=None)
-
-    def stream_response(self, *args: Any, **kwargs: Any) -> Any:  # pragma: no cover - the tests run non-streamed
-        raise NotImplementedError
-
-
-def _returned(items: list[Any]) -> bool:
-    return any(isinstance(i, dict) and i.get("type") == "function_call_output" for i in items)
-
-
-def _outputs(items: list[Any]) -> list[dict[str, Any]]:
-    """The tool outputs so far (the SDK sends a returned dict as its str())."""
-    return [ast.literal_eval(i["output"]) for i in items if isinstance(i, dict) and i.get("type") == "function_call_output"]
-
-
-def lookup(query: str) -> str:
-    """Look something up."""
-    return f"found {query}"
-
-
-@instrument_tool(kind="read")
-def already(x: int) -> int:
-    """A function the user decorated themselves."""
-    return x
-
-
-def charge(amount: float) -> str:
-    """Charge a card."""
-    raise ValueError("card declined")
-
-
-def _agent(tmp_path: Path, capture: Capture, model: Model) -> tuple[Agent[Any], Any]:
-    store = state_store(tmp_path, capture)
-    tools = [function_tool(f) for f in (lookup, already, charge, store.read_state)]
-    tools.append(function_tool(store.write_state, strict_mode=False))  # its value is any JSON: not a strict schema
-    return Agent(name="planner", instructions="plan", model=model, tools=tools), store
+@pytest.fixture(autouse=True)
+def _openai_agents() -> Iterator[None]:
+    """The SDK is imported by the test that runs (each imports its parts from ``openai_agents_parts``)."""
+    require("agents", "openai-agents")
+    yield
 
 
 def test_tools_shown_to_the_model_are_byte_identical(tmp_path: Path, telemetry_capture: Capture) -> None:
     """The Responses API tool payload (names, descriptions, schemas, strict) is the same after instrument()."""
-    model = ScriptedModel(lambda items: [_text("ok")])
-    agent, _store = _agent(tmp_path, telemetry_capture, model)
+    from .openai_agents_parts import agent_of, NO_TRACING, otel_agents, Runner, ScriptedModel, text
+
+    model = ScriptedModel(lambda items: [text("ok")])
+    agent, _store = agent_of(tmp_path, telemetry_capture, model)
     Runner.run_sync(agent, "hi", run_config=NO_TRACING)
     assert otel_agents.instrument(agent) is agent
     Runner.run_sync(agent, "hi", run_config=NO_TRACING)
@@ -101,7 +39,9 @@ def test_tools_shown_to_the_model_are_byte_identical(tmp_path: Path, telemetry_c
 
 def test_each_tool_is_wrapped_once(tmp_path: Path, telemetry_capture: Capture) -> None:
     """Decorated functions and guards are not wrapped again; a second instrument() changes nothing."""
-    agent, _store = _agent(tmp_path, telemetry_capture, ScriptedModel(lambda items: [_text("ok")]))
+    from .openai_agents_parts import agent_of, otel_agents, ScriptedModel, text
+
+    agent, _store = agent_of(tmp_path, telemetry_capture, ScriptedModel(lambda items: [text("ok")]))
     otel_agents.instrument(agent, kinds={"lookup": "read"})
     invokers = [t.on_invoke_tool for t in agent.tools]
     otel_agents.instrument(agent)
@@ -112,13 +52,15 @@ def test_each_tool_is_wrapped_once(tmp_path: Path, telemetry_capture: Capture) -
 
 def test_run_records_call_ids_agent_and_one_id_per_run(tmp_path: Path, telemetry_capture: Capture) -> None:
     """Each span has the model's call id and the agent name; one run shares one conversation id, two runs two."""
+    from .openai_agents_parts import agent_of, call, NO_TRACING, otel_agents, returned, RunConfig, Runner, ScriptedModel, text
+
 
     def script(items: list[Any]) -> list[Any]:
-        if _returned(items):
-            return [_text("done")]
-        return [_call("lookup", {"query": "a"}, "call_1"), _call("already", {"x": 3}, "call_2"), _call("charge", {"amount": 5}, "call_3")]
+        if returned(items):
+            return [text("done")]
+        return [call("lookup", {"query": "a"}, "call_1"), call("already", {"x": 3}, "call_2"), call("charge", {"amount": 5}, "call_3")]
 
-    agent, _store = _agent(tmp_path, telemetry_capture, ScriptedModel(script))
+    agent, _store = agent_of(tmp_path, telemetry_capture, ScriptedModel(script))
     otel_agents.instrument(agent)
     result = Runner.run_sync(agent, "go", run_config=NO_TRACING)
     assert result.final_output == "done"
@@ -140,9 +82,11 @@ def test_run_records_call_ids_agent_and_one_id_per_run(tmp_path: Path, telemetry
 
 def test_exceptions_option_maps_a_tool_exception(tmp_path: Path, telemetry_capture: Capture) -> None:
     """exceptions={ValueError: "tool_error"} makes the raised ValueError transport ok with that outcome."""
-    agent, _store = _agent(
+    from .openai_agents_parts import agent_of, call, NO_TRACING, otel_agents, returned, Runner, ScriptedModel, text
+
+    agent, _store = agent_of(
         tmp_path, telemetry_capture,
-        ScriptedModel(lambda items: [_text("done")] if _returned(items) else [_call("charge", {"amount": 1}, "c1")]),
+        ScriptedModel(lambda items: [text("done")] if returned(items) else [call("charge", {"amount": 1}, "c1")]),
     )
     otel_agents.instrument(agent, exceptions={ValueError: c.OUTCOME_TOOL_ERROR})
     with telemetry.agent("billing"):
@@ -153,24 +97,26 @@ def test_exceptions_option_maps_a_tool_exception(tmp_path: Path, telemetry_captu
 
 def test_runner_loop_with_guards_recovers_and_forensics_sees_one_run(tmp_path: Path, telemetry_capture: Capture) -> None:
     """A stale write is refused and redone within one Runner run; forensics finds it in that run."""
+    from .openai_agents_parts import agent_of, call, NO_TRACING, otel_agents, Runner, ScriptedModel, text, tool_outputs
+
     holder: dict[str, Any] = {}
     turn = {"n": 0}
 
     def script(items: list[Any]) -> list[Any]:
         turn["n"] += 1
         n = turn["n"]
-        outputs = _outputs(items)
+        outputs = tool_outputs(items)
         seen = outputs[-1] if outputs else {}
         if n in (1, 3):
-            return [_call("read_state", {"key": KEY, "agent_id": "planner"}, f"read-{n}")]
+            return [call("read_state", {"key": KEY, "agent_id": "planner"}, f"read-{n}")]
         if n == 2:
             holder["store"].write_state(KEY, {"steps": ["draft", "colleague"]}, seen["version"], agent_id="colleague")
         if n in (2, 4):
             args = {"key": KEY, "value": {"steps": seen["value"]["steps"] + ["planner"]}, "expected_version": seen["version"], "agent_id": "planner"}
-            return [_call("write_state", args, f"write-{n}")]
-        return [_text("done")]
+            return [call("write_state", args, f"write-{n}")]
+        return [text("done")]
 
-    agent, store = _agent(tmp_path, telemetry_capture, ScriptedModel(script))
+    agent, store = agent_of(tmp_path, telemetry_capture, ScriptedModel(script))
     holder["store"] = store
     otel_agents.instrument(agent)
     result = Runner.run_sync(agent, "add your step", run_config=NO_TRACING)
