@@ -35,6 +35,22 @@ def client_for(chdb_dir: Path) -> Any:
     return clickhouse_connect.get_client(dsn=f"chdb://{chdb_dir}")
 
 
+@pytest.fixture(scope="module", autouse=True)
+def engine_kept_up(chdb_dir: Path) -> Iterator[None]:
+    """One chDB connection held open for a module's tests (the other ClickHouse modules import it).
+
+    While a connection is open the in-process engine stays up, so each client and each
+    ``open_clickhouse`` a test makes connects at no cost; with none open every connect starts the
+    engine again, reloading each table the process has made (about 0.1 CPU s a connect here)."""
+    import chdb
+
+    held = chdb.connect(str(chdb_dir))
+    try:
+        yield
+    finally:
+        held.close()  # before the interpreter exits (chDB crashes on a connection left open)
+
+
 def load_both(builder: TraceBuilder, tmp: Path, chdb_dir: Path, database: str, *, old_spellings: bool = False,
               per_line: int = 5) -> Path:
     """Write ``builder``'s spans as shifted JSON lines and insert the same spans into ClickHouse."""

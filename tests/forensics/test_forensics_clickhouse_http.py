@@ -24,7 +24,7 @@ from chdb_http import ChdbHttpServer, closed_port, session_for
 from clickhouse_support import create, exporter_rows, insert_rows, shifted_lines, write_lines
 from forensics_builder import TraceBuilder, attrs, hex_id
 from forensics_incidents import planted
-from test_forensics_clickhouse import SHIFT_NS
+from test_forensics_clickhouse import SHIFT_NS, engine_kept_up  # noqa: F401  (autouse fixture)
 
 PASSWORD = "pa55 w0rd'\"\\"
 """A password with quotes and a backslash: it must reach the server intact and never be shown."""

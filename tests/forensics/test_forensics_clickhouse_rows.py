@@ -16,7 +16,7 @@ from telemetry.forensics.cli import main as forensics_main
 
 from clickhouse_support import create, exporter_rows, insert_rows, shifted_lines, write_lines
 from forensics_builder import TraceBuilder, attrs, hex_id, ns, otlp_span_json, service_line
-from test_forensics_clickhouse import SHIFT_NS, _comparable, client_for, open_ch
+from test_forensics_clickhouse import SHIFT_NS, _comparable, client_for, engine_kept_up, open_ch  # noqa: F401  (autouse fixture)
 
 HOSTILE_KEY = "x'); DROP TABLE spans_loaded; --"
 HOSTILE_VALUE = "t'}}\\'); DROP TABLE otel_traces; -- \"{p0:String}"

@@ -30,7 +30,7 @@ from chdb_http import ChdbHttpServer, closed_port, session_for
 from clickhouse_support import create, exporter_rows, insert_rows, shifted_lines, write_lines
 from forensics_builder import TraceBuilder
 from forensics_incidents import planted
-from test_forensics_clickhouse import SHIFT_NS, client_for
+from test_forensics_clickhouse import SHIFT_NS, client_for, engine_kept_up  # noqa: F401  (autouse fixture)
 from test_forensics_clickhouse_http import PASSWORD, server  # noqa: F401  (the fixture)
 from test_forensics_clickhouse_rows import _fill
 
