@@ -21,8 +21,8 @@ from telemetry.forensics import QUESTION_NAMES, open_clickhouse, open_traces
 from telemetry.forensics.clickhouse import connect
 
 from chdb_http import ChdbHttpServer, closed_port, session_for
-from clickhouse_support import create, exporter_rows, insert_rows, shifted_lines, write_lines
-from forensics_builder import TraceBuilder, attrs, hex_id
+from clickhouse_support import COLUMNS, create, exporter_rows, insert_rows, shifted_lines, write_lines
+from forensics_builder import TraceBuilder, attrs
 from forensics_incidents import planted
 from test_forensics_clickhouse import SHIFT_NS, engine_kept_up  # noqa: F401  (autouse fixture)
 
@@ -77,20 +77,28 @@ def test_questions_over_http_equal_the_file_path(server: dict[str, Any], databas
 
 def test_many_spans_stream_in_several_arrow_batches(server: dict[str, Any], database: str) -> None:
     # One read span as the exporter writes it, copied 30,000 times with its own span id, run, key
-    # and time (building each through OTLP JSON would cost seconds and test nothing more here).
+    # and time. The copies are made by the engine from the one inserted row (the same rows as
+    # building each in Python: ids are the same SHA-256 prefixes and zero-padded counters), since
+    # sending 30,000 rows through the client cost a second and tested nothing more here.
     b = TraceBuilder()
     b.add("run-0", "read_state", c.KIND_READ, "a", 0.0, attrs=attrs(STATE_KEY="k0", STATE_VERSION_READ=0))
     template = next(exporter_rows(shifted_lines(b.lines(), SHIFT_NS)))
-    rows = []
-    for i in range(30_000):
-        row = [*template]
-        row[0] += i * 10_000_000
-        row[1], row[2] = hex_id(f"trace:run-{i % 300}", 32), f"{i + 1:016x}"
-        row[11] = {**template[11], c.GEN_AI_CONVERSATION_ID: f"run-{i % 300}", c.STATE_KEY: f"k{i}",
-                   c.STATE_VERSION_READ: str(i)}
-        rows.append(row)
-    create(server["client"], database)
-    insert_rows(server["client"], rows, database)
+    client, source = server["client"], f"{database}_template"
+    create(client, database)
+    create(client, source)
+    try:
+        insert_rows(client, [template], source)
+        client.command(
+            f"INSERT INTO {database}.otel_traces ({', '.join(COLUMNS)}) SELECT "
+            "Timestamp + toIntervalNanosecond(number * 10000000), "
+            "lower(left(hex(SHA256(concat('trace:run-', toString(number % 300)))), 32)), "
+            f"leftPad(lower(hex(number + 1)), 16, '0'), {', '.join(COLUMNS[3:11])}, "
+            "mapUpdate(SpanAttributes, map({run:String}, concat('run-', toString(number % 300)), "
+            "{key:String}, concat('k', toString(number)), {read:String}, toString(number))), "
+            f"{', '.join(COLUMNS[12:])} FROM {source}.otel_traces AS template, numbers(30000) AS copies",
+            parameters={"run": c.GEN_AI_CONVERSATION_ID, "key": c.STATE_KEY, "read": c.STATE_VERSION_READ})
+    finally:
+        client.command(f"DROP DATABASE IF EXISTS {source}")
     connection = connect(server["url"])
     try:
         from telemetry.forensics.clickhouse import Window, spans_select
