@@ -40,6 +40,7 @@ from prometheus_client.openmetrics.exposition import generate_latest as generate
 from . import active as _state
 from .. import conventions as c
 from ..exceptions import ConfigurationError
+from ._metrics_server import stop_server
 from ._plan import OUR_PROVIDERS, Plan, build_otlp_exporter, is_ours, plan, service_name_of
 from .batching import BatchSettings, CountingBatchProcessor
 from .exporter import JsonLinesSpanExporter
@@ -196,8 +197,7 @@ class Runtime:
                 processor.shutdown()
                 detach_processor(self.provider, processor)
         if self._metrics_server is not None:
-            self._metrics_server.shutdown()
-            self._metrics_server.server_close()
+            stop_server(self._metrics_server)
         if not self._owns_registry:
             # A shared registry must be free for the next runtime's metrics; our own keeps
             # its final counts readable after shutdown.
@@ -315,8 +315,7 @@ def install(decided: Plan) -> Runtime:
                     f"cannot serve /metrics on {decided.metrics_addr}:{decided.metrics_port}: {exc}; "
                     f"pick a free port (0 picks one for you)"
                 ) from exc
-            undo.callback(server.server_close)
-            undo.callback(server.shutdown)
+            undo.callback(stop_server, server)
         processors, file_exporter = _processors(decided, metrics, owned=decided.provider is None)
         for processor in processors:
             undo.callback(processor.shutdown)

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from .._command import command_parser
 from ..exceptions import ConfigurationError
+from ._metrics_server import stop_server
 from .multiprocess import aggregate_registry, resolve
 
 __all__ = ["main"]
@@ -61,8 +62,7 @@ def main(argv: list[str]) -> int:
     except KeyboardInterrupt:
         pass
     finally:
-        server.shutdown()
-        server.server_close()
+        stop_server(server)
     return 0
 
 
