@@ -223,7 +223,8 @@ class _Receiver(BaseHTTPRequestHandler):
 def test_otlp_http_export_from_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """OTEL_EXPORTER_OTLP_ENDPOINT adds an OTLP/HTTP exporter next to the files."""
     server = HTTPServer(("127.0.0.1", 0), _Receiver)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    # A short poll: shutdown() waits for the loop's next wake-up (0.5 s by default).
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
     thread.start()
     monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", f"http://127.0.0.1:{server.server_address[1]}")
     try:
