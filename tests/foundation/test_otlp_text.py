@@ -65,6 +65,10 @@ values = st.one_of(
 )
 attribute_maps = st.dictionaries(st.text(min_size=1, max_size=12), values, max_size=8)
 
+DETECTED = Resource.create()
+"""What ``Resource.create`` detects (SDK and environment attributes), once: it runs the detectors
+in a thread pool on every call, which cost each example more than the encoding it tests."""
+
 
 @settings(max_examples=300, deadline=None)
 @given(attributes=attribute_maps, event_attributes=attribute_maps, name=st.text(), message=st.text())
@@ -72,7 +76,7 @@ def test_any_attribute_values_encode_identically(
     attributes: dict[str, Any], event_attributes: dict[str, Any], name: str, message: str
 ) -> None:
     """Any attribute values the SDK accepts (text with escapes and surrogates, huge ints, NaN, -0.0, arrays) match."""
-    provider = TracerProvider(resource=Resource.create({"service.name": name or "svc"}))
+    provider = TracerProvider(resource=DETECTED.merge(Resource({"service.name": name or "svc"})))  # = Resource.create(...)
     tracer = provider.get_tracer("scope")
     first = tracer.start_span(name, attributes=attributes)
     first.add_event(name, event_attributes)
