@@ -14,8 +14,7 @@ from typing import Any
 from mcp.server.mcpserver import MCPServer
 from mcp_types import ToolAnnotations
 
-HOSTILE_NAME = "evil\x1b[31m_tool\u202e"
-HOSTILE_DESCRIPTION = 'Reads "things"\x1b[2J\x07 </script><script>alert(1)</script> $(rm -rf ~) `reboot` \\u0000 {"x": 1}'
+from hostile_tool import HOSTILE_DESCRIPTION, HOSTILE_NAME
 
 
 def search(query: str, filters: str = "", status: str = "", limit: int = 10) -> str:

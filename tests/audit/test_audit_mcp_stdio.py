@@ -11,7 +11,7 @@ import audit_support  # noqa: F401  (skips without the extra, fails in CI)
 import jsonschema
 import pytest
 from audit_support import answers, codes, run_cli, run_json, stdio_command
-from bad_mcp_server import HOSTILE_DESCRIPTION, HOSTILE_NAME
+from hostile_tool import HOSTILE_DESCRIPTION, HOSTILE_NAME
 from sarif_required import SARIF_REQUIRED
 
 from telemetry.audit.cli import main
