@@ -22,7 +22,7 @@ from ..exceptions import ClickHouseInputError, ForensicsInputError
 from .clickhouse import client as ch_client
 from .clickhouse import source as ch_source
 from .clickhouse.window import iso, window
-from .evidence import Evidence, gather, rows
+from .evidence import Evidence, columns_and_rows, gather
 from .inputs import PathLike, resolve_inputs
 from .loading import MAX_LINE_BYTES, SPANS, LoadReport, Progress, limit_memory, load
 from .questions import Question, all_questions, question
@@ -43,6 +43,7 @@ class Forensics:
         self._workdir = workdir
         self.evidence: Evidence = gather(con, load_report)
         """What the answers rest on (duplicates, ignored spans, gaps, skew): see :mod:`.evidence`."""
+        self._columns: dict[str, list[str]] = {}  # each question's column names, from its last run
 
     def __enter__(self) -> "Forensics":
         return self
@@ -73,11 +74,15 @@ class Forensics:
 
     def run(self, name: str) -> list[dict[str, Any]]:
         """Question ``name``'s rows as dictionaries, in the question's order (worst first)."""
-        return rows(self.connection, question(name).sql)
+        columns, out = columns_and_rows(self.connection, question(name).sql)
+        self._columns[name] = columns
+        return out
 
     def columns(self, name: str) -> list[str]:
-        """Question ``name``'s column names."""
-        return list(self.relation(name).columns)
+        """Question ``name``'s column names: those of its last :meth:`run` (a report runs every
+        question), else from binding its SQL without running it."""
+        known = self._columns.get(name)
+        return list(known) if known is not None else list(self.relation(name).columns)
 
     def answers(self, progress: Optional[Progress] = None) -> dict[str, list[dict[str, Any]]]:
         """Every question's rows by name, each question run once: for callers that need the rows

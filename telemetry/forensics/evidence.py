@@ -198,9 +198,16 @@ class Evidence:
 
 def rows(con: duckdb.DuckDBPyConnection, sql: str, params: Optional[Sequence[Any]] = None) -> list[dict[str, Any]]:
     """The rows of ``sql`` (``params`` bound) as dictionaries by column name, in the query's order."""
+    return columns_and_rows(con, sql, params)[1]
+
+
+def columns_and_rows(con: duckdb.DuckDBPyConnection, sql: str,
+                     params: Optional[Sequence[Any]] = None) -> tuple[list[str], list[dict[str, Any]]]:
+    """``sql``'s column names and :func:`rows`, from one execution: its result already names the
+    columns, so a caller that needs both never binds the statement a second time."""
     result = con.execute(sql) if params is None else con.execute(sql, list(params))
     columns = [d[0] for d in result.description]
-    return [dict(zip(columns, row)) for row in result.fetchall()]
+    return columns, [dict(zip(columns, row)) for row in result.fetchall()]
 
 
 def gather(con: duckdb.DuckDBPyConnection, load: LoadReport) -> Evidence:

@@ -207,6 +207,9 @@ def test_report_counts_every_question_and_points_to_the_detail_command(traces: F
                       "plan_violations": 4, "contention": 3, "guard_refusals": 12}
     assert report.findings == sum(counts.values()) - counts["waivers_by_hop"] - counts["guard_refusals"]
     assert report.records == counts["waivers_by_hop"] + counts["guard_refusals"]
+    # each section's columns come from the question's run; they are the columns its SQL binds to
+    assert {s.question.name: s.columns for s in report.sections} == {
+        name: list(traces.relation(name).columns) for name in QUESTION_NAMES}
     text = report.render("table")
     assert "outcome-telemetry forensics constraint_loss_by_hop" in text
     assert "C3" in text
