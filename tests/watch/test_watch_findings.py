@@ -80,6 +80,27 @@ def test_the_guarded_crew_counts_nothing(guarded_traces: Path, tmp_path: Path) -
         w.close()
 
 
+def test_an_idle_pass_reuses_the_last_judgement_and_new_lines_are_judged_again(
+        legacy_traces: Path, guarded_traces: Path, tmp_path: Path) -> None:
+    """A pass that reads no line and evicts nothing reuses the last pass's evidence and rows (the
+    window is unchanged); a file appearing after idle passes is judged and its findings counted."""
+    folder = copy_traces(guarded_traces, tmp_path / "t")
+    w = watcher([folder])
+    try:
+        assert w.run_pass().new == []
+        judged = w.window.evidence
+        idle = w.run_pass()
+        assert idle.lines == 0 and idle.evicted == 0 and idle.new == []
+        assert w.window.evidence is judged  # not computed again
+        for path in legacy_traces.glob("*.jsonl"):
+            shutil.copy(path, folder / f"later-{path.name}")
+        later = w.run_pass()
+        assert later.lines > 0 and w.window.evidence is not judged
+        assert {f.question for f in later.new} >= {"lost_updates", "constraint_loss_by_hop"}
+    finally:
+        w.close()
+
+
 def test_a_finding_counts_only_once_it_has_settled(legacy_traces: Path, tmp_path: Path) -> None:
     """With --settle, a finding first seen now is counted on the first pass at least that much later."""
     now = [1000.0]
