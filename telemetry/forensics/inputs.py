@@ -15,6 +15,11 @@ from typing import Iterable, Union
 
 from ..exceptions import ForensicsInputError
 
+__all__ = [
+    "COMPRESSION_SUFFIXES", "JSON_SUFFIXES", "MANIFEST_NAME", "PARQUET_SUFFIX", "TRACE_SUFFIXES", "PathLike",
+    "TraceInputs", "is_trace_file", "resolve_inputs", "walk",
+]
+
 PathLike = Union[str, Path]
 
 MANIFEST_NAME = "forensics-manifest.json"

@@ -1,4 +1,5 @@
-"""Shared fixtures for the forensics tests: one chDB engine per test process (chDB allows one path)."""
+"""Shared fixtures for the forensics tests: one chDB engine per test process (chDB allows one path),
+and a loader connection for the property tests."""
 
 from __future__ import annotations
 
@@ -6,8 +7,13 @@ import itertools
 import os
 from pathlib import Path
 from types import ModuleType
+from typing import Callable, Iterator
 
+import duckdb
 import pytest
+
+from telemetry.forensics.inputs import resolve_inputs
+from telemetry.forensics.loading import SPANS_LOADED, load
 
 
 _DATABASES = itertools.count()
@@ -32,3 +38,24 @@ def chdb_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def database() -> str:
     """A fresh database name for one test (tables of different tests never meet)."""
     return f"otel_{os.getpid()}_{next(_DATABASES)}"
+
+
+@pytest.fixture(scope="module")
+def load_file() -> Iterator[Callable[[Path], duckdb.DuckDBPyConnection]]:
+    """Load one trace file with the loader ``open_traces`` runs (``loading.load``: the macros, the
+    JSON-lines reader with its refusals, deduplication and the ``spans`` view) into a DuckDB
+    connection shared by the module's tests, and return the connection.
+
+    For the loader's property tests, whose hundred-odd examples look only at what was loaded or
+    refused: they skip a new connection, the memory settings and the evidence per example. Each
+    load first drops what the previous one loaded, so an example can never read an earlier one's
+    spans (a load that made nothing fails the query instead)."""
+    con = duckdb.connect(":memory:")
+
+    def load_one(path: Path) -> duckdb.DuckDBPyConnection:
+        con.execute(f"DROP TABLE IF EXISTS {SPANS_LOADED}").fetchall()
+        load(con, resolve_inputs([path]))
+        return con
+
+    yield load_one
+    con.close()

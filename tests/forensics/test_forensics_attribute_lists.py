@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
+import duckdb
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -66,7 +67,8 @@ def _attributes(draw: st.DrawFn) -> tuple[list[dict[str, Any]], Optional[list[tu
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(spans=st.lists(_attributes(), min_size=1, max_size=4))
-def test_attribute_lists_hold_every_attribute_or_the_line_is_refused(tmp_path: Path, spans: list[Any]) -> None:
+def test_attribute_lists_hold_every_attribute_or_the_line_is_refused(
+        tmp_path: Path, load_file: Callable[[Path], duckdb.DuckDBPyConnection], spans: list[Any]) -> None:
     """Each span's keys, scalar texts and array elements come back aligned and exact, or line 1 is refused."""
     line = {"resourceSpans": [{"scopeSpans": [{"spans": [
         {"traceId": "ab" * 16, "spanId": f"{number:016x}", "startTimeUnixNano": "1", "endTimeUnixNano": "2",
@@ -77,14 +79,13 @@ def test_attribute_lists_hold_every_attribute_or_the_line_is_refused(tmp_path: P
     refused = any(expected is None for _, expected in spans)
     assert (line_problem(text.encode()) is not None) == refused  # the line-by-line rules agree
     try:
-        traces = open_traces([path])
+        con = load_file(path)
     except ForensicsInputError as error:
         assert refused and f"{path.resolve()}: line 1: " in str(error), str(error)
         return
     assert not refused, "a span with a bad attribute was loaded"
-    with traces:
-        rows = traces.connection.execute(
-            "SELECT span_id, attribute_keys, attribute_values, attribute_arrays FROM spans ORDER BY span_id").fetchall()
+    rows = con.execute(
+        "SELECT span_id, attribute_keys, attribute_values, attribute_arrays FROM spans ORDER BY span_id").fetchall()
     assert [(keys, values, arrays) for _, keys, values, arrays in rows] == [
         ([k for k, _, _ in expected], [v for _, v, _ in expected], [a for _, _, a in expected])
         for _, expected in spans]
@@ -117,8 +118,9 @@ _wrong_places = {
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(place=st.sampled_from(sorted(_wrong_places)), bad=_not_object, empty_too=st.booleans())
-def test_a_container_that_is_not_an_object_is_refused_naming_the_line(tmp_path: Path, place: str, bad: Any,
-                                                                      empty_too: bool) -> None:
+def test_a_container_that_is_not_an_object_is_refused_naming_the_line(
+        tmp_path: Path, load_file: Callable[[Path], duckdb.DuckDBPyConnection], place: str, bad: Any,
+        empty_too: bool) -> None:
     """A non-object where OTLP has an object is refused at its line, even beside the empty objects
     ({} and an arrayValue without values) that read the same and are allowed."""
     allowed = {"resourceSpans": [{"scopeSpans": [{"spans": [
@@ -130,8 +132,8 @@ def test_a_container_that_is_not_an_object_is_refused_naming_the_line(tmp_path: 
     path.write_text(json.dumps(allowed) + "\n" + json.dumps(data) + "\n")
     assert line_problem(json.dumps(data).encode()) is not None
     try:
-        with open_traces([path]):
-            raise AssertionError(f"a {place} of {bad!r} was loaded")
+        load_file(path)
+        raise AssertionError(f"a {place} of {bad!r} was loaded")
     except ForensicsInputError as error:
         assert f"{path.resolve()}: line 2: " in str(error), str(error)
 

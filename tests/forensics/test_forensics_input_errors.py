@@ -8,8 +8,9 @@ import os
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
+import duckdb
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -185,7 +186,8 @@ def _expected(data: dict[str, Any]) -> list[tuple[Any, ...]]:
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=_line)
-def test_any_almost_otlp_line_is_loaded_exactly_or_refused_naming_the_line(tmp_path: Path, data: dict[str, Any]) -> None:
+def test_any_almost_otlp_line_is_loaded_exactly_or_refused_naming_the_line(
+        tmp_path: Path, load_file: Callable[[Path], duckdb.DuckDBPyConnection], data: dict[str, Any]) -> None:
     """Random OTLP-shaped and almost-OTLP lines: loaded exactly as written, or refused naming line 2 (never silently different)."""
     good = _lines(1)[0]
     path = tmp_path / "p.jsonl"
@@ -193,17 +195,16 @@ def test_any_almost_otlp_line_is_loaded_exactly_or_refused_naming_the_line(tmp_p
     path.write_text(good + "\n" + text + "\n")
     problem = line_problem(text.encode())
     try:
-        traces = open_traces([path])
+        con = load_file(path)
     except ForensicsInputError as error:
         assert problem is not None and f"{path.resolve()}: line 2: " in str(error), (problem, str(error))
         return
-    with traces:
-        assert problem is None, problem
-        rows = traces.connection.execute(
-            "SELECT trace_id, span_id, start_time_unix_nano, end_time_unix_nano, attribute_keys FROM spans_loaded "
-            "WHERE source_file = ? AND trace_id <> ?", [str(path.resolve()), json.loads(good)["resourceSpans"][0][
-                "scopeSpans"][0]["spans"][0]["traceId"]]).fetchall()
-        expected = [e for e in _expected(data)]
-        # copies of one span inside the line count once (deduplication), as the loader promises
-        assert sorted(set((r[0], r[1], r[2], r[3], tuple(r[4])) for r in rows)) == \
-               sorted(set((e[0], e[1], e[2], e[3], tuple(e[4])) for e in expected))
+    assert problem is None, problem
+    rows = con.execute(
+        "SELECT trace_id, span_id, start_time_unix_nano, end_time_unix_nano, attribute_keys FROM spans_loaded "
+        "WHERE source_file = ? AND trace_id <> ?", [str(path.resolve()), json.loads(good)["resourceSpans"][0][
+            "scopeSpans"][0]["spans"][0]["traceId"]]).fetchall()
+    expected = [e for e in _expected(data)]
+    # copies of one span inside the line count once (deduplication), as the loader promises
+    assert sorted(set((r[0], r[1], r[2], r[3], tuple(r[4])) for r in rows)) == \
+           sorted(set((e[0], e[1], e[2], e[3], tuple(e[4])) for e in expected))
