@@ -10,7 +10,7 @@ import pytest
 
 from telemetry import conventions as c
 from telemetry.exceptions import ForensicsInputError
-from telemetry.forensics import open_traces
+from telemetry.forensics import Forensics, open_traces
 from telemetry.forensics.cli import main
 from telemetry.forensics.html import render_html, validate_trace_url, write_html
 
@@ -30,6 +30,14 @@ def page(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = folder / "report.html"
     assert main(["report", str(traces), "-q", "--html", str(out)]) == 0
     return out
+
+
+@pytest.fixture(scope="module")
+def planted_traces(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Forensics]:
+    """The planted incidents, opened once for the tests that only render and read them."""
+    path = planted().write(tmp_path_factory.mktemp("planted") / "t.jsonl")
+    with open_traces([path]) as traces:
+        yield traces
 
 
 @pytest.fixture(scope="module")
@@ -139,27 +147,24 @@ def test_evidence_summary_renders_the_evidence_object(page: Path) -> None:
     assert "No loading warnings." in evidence
 
 
-def test_findings_are_grouped_by_severity_with_their_rows(tmp_path: Path) -> None:
+def test_findings_are_grouped_by_severity_with_their_rows(planted_traces: Forensics) -> None:
     """Critical before warning before record; every row of a question is in the page."""
-    path = planted().write(tmp_path / "t.jsonl")
-    with open_traces([path]) as traces:
-        text = render_html(traces)
-        refusals = len(traces.run("guard_refusals"))
+    text = render_html(planted_traces)
+    refusals = len(planted_traces.run("guard_refusals"))
     crit, warn, rec = (text.index(f'<span class="sev {s}">') for s in ("critical", "warning", "record"))
     assert crit < warn < rec
     section = text.split('id="q-guard_refusals"')[1].split("</section>")[0]
     assert section.count("<tr>") == refusals + 1
 
 
-def test_the_page_uses_the_answers_it_is_given_instead_of_running_the_questions_again(tmp_path: Path) -> None:
+def test_the_page_uses_the_answers_it_is_given_instead_of_running_the_questions_again(planted_traces: Forensics) -> None:
     """`report --html` and the demo run every question once and hand the rows to the page: given
     answers with every finding removed, the page counts none, though the traces hold some."""
-    path = planted().write(tmp_path / "t.jsonl")
-    with open_traces([path]) as traces:
-        answers = traces.answers()
-        assert sum(len(answers[q.name]) for q in traces.questions if q.is_finding) > 0
-        emptied = {name: [] for name in answers}
-        assert "<strong>0 finding(s)</strong>" in render_html(traces, answers=emptied)
-        assert "<strong>0 finding(s)</strong>" not in render_html(traces)
-        report = traces.report(answers=emptied)
+    traces = planted_traces
+    answers = traces.answers()
+    assert sum(len(answers[q.name]) for q in traces.questions if q.is_finding) > 0
+    emptied = {name: [] for name in answers}
+    assert "<strong>0 finding(s)</strong>" in render_html(traces, answers=emptied)
+    assert "<strong>0 finding(s)</strong>" not in render_html(traces)
+    report = traces.report(answers=emptied)
     assert report.findings == 0
