@@ -46,10 +46,11 @@ def load_file() -> Iterator[Callable[[Path], duckdb.DuckDBPyConnection]]:
     JSON-lines reader with its refusals, deduplication and the ``spans`` view) into a DuckDB
     connection shared by the module's tests, and return the connection.
 
-    For the loader's property tests, whose hundred-odd examples look only at what was loaded or
-    refused: they skip a new connection, the memory settings and the evidence per example. Each
-    load first drops what the previous one loaded, so an example can never read an earlier one's
-    spans (a load that made nothing fails the query instead)."""
+    For tests of the loader's contract (its property tests, with a hundred-odd examples, and the
+    spec's encoding quirks) that look only at what was loaded or refused: they skip a new
+    connection, the memory settings and the evidence per load. Each load first drops what the
+    previous one loaded, so a test can never read an earlier one's spans (a load that made
+    nothing fails the query instead)."""
     con = duckdb.connect(":memory:")
 
     def load_one(path: Path) -> duckdb.DuckDBPyConnection:

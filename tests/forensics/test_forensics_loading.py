@@ -7,7 +7,9 @@ import io
 import json
 import os
 from pathlib import Path
+from typing import Callable
 
+import duckdb
 import pytest
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import ConsoleSpanExporter, SimpleSpanProcessor
@@ -32,14 +34,14 @@ def _small() -> TraceBuilder:
 @pytest.mark.parametrize("quirks", [frozenset(), frozenset({"upper"}), frozenset({"numbers"}),
                                     frozenset({"omit"}), frozenset({"enum_names"}), frozenset({"unknown"}),
                                     frozenset({"upper", "numbers", "omit", "unknown"})])
-def test_spec_quirks_load_to_the_same_spans(tmp_path: Path, quirks: frozenset[str]) -> None:
+def test_spec_quirks_load_to_the_same_spans(tmp_path: Path, load_file: Callable[[Path], duckdb.DuckDBPyConnection],
+                                            quirks: frozenset[str]) -> None:
     """Upper-case ids, numeric int64, omitted kind/status/parent, enum names and unknown fields all load the same."""
     b = _small()
-    with open_traces([b.write(tmp_path / "t.jsonl", quirks)]) as traces:
-        rows = traces.connection.execute(
-            "SELECT trace_id, span_id, parent_span_id, kind, status_code, start_time_unix_nano, run_id, "
-            "state_version_expected, delegation_hop, constraints_carried, deduplicated, service_name, outcome "
-            "FROM spans ORDER BY start_time_unix_nano").fetchall()
+    rows = load_file(b.write(tmp_path / "t.jsonl", quirks)).execute(
+        "SELECT trace_id, span_id, parent_span_id, kind, status_code, start_time_unix_nano, run_id, "
+        "state_version_expected, delegation_hop, constraints_carried, deduplicated, service_name, outcome "
+        "FROM spans ORDER BY start_time_unix_nano").fetchall()
     first = b.spans[0]
     assert rows[0][:2] == (first.trace_id, first.span_id)  # lower-cased whatever the input case
     assert rows[0][2] is None
