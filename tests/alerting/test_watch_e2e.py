@@ -27,7 +27,15 @@ import shipped
 from test_alerting_e2e import api, free_port, panel_results, stop
 
 DEADLINE = 120.0
-GUARDED_MARGIN = 6.0
+PASS = 1.0
+"""Seconds between a watcher's passes, and its settle time. Each pass runs every question, so a
+shorter one costs the watchers CPU for every second of the test."""
+STEP = 0.25
+"""Seconds between Prometheus' scrapes, between its rule evaluations, and between our polls:
+cheap, and each one shortens the wait for a page (or for its absence)."""
+GUARDED_MARGIN = 2 * PASS + 2 * STEP + 2.0
+"""How long the guarded side is watched after its watcher has read every line: a finding would
+be counted after the settle time and the next pass, then scraped and evaluated; 2 s more."""
 
 
 def _lines_in(folder: Path) -> int:
@@ -48,7 +56,7 @@ def process(args: list[str], log: Path) -> Iterator[subprocess.Popen[bytes]]:
 def watch(folder: Path, port: int, log: Path) -> list[str]:
     folder.mkdir(parents=True)
     return [sys.executable, "-m", "telemetry.cli", "watch", str(folder), "--metrics-port", str(port),
-            "--interval", "1", "--settle", "1"]
+            "--interval", str(PASS), "--settle", str(PASS)]
 
 
 @pytest.mark.slow
@@ -60,7 +68,7 @@ def test_watch_pages_for_a_legacy_crew_and_not_for_a_guarded_one(prometheus_bina
     ports = {"legacy": free_port(), "guarded": free_port()}
     prom_port = free_port()
     config = {
-        "global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
+        "global": {"scrape_interval": f"{STEP * 1000:.0f}ms", "evaluation_interval": f"{STEP * 1000:.0f}ms"},
         "rule_files": [str(path) for path in shipped.rule_files()],
         "scrape_configs": [{"job_name": mode, "static_configs": [{"targets": [f"127.0.0.1:{port}"]}]}
                            for mode, port in ports.items()],
@@ -95,15 +103,14 @@ def test_watch_pages_for_a_legacy_crew_and_not_for_a_guarded_one(prometheus_bina
                     and float(lines[0]["value"][1]) >= _lines_in(tmp_path / "guarded" / "traces")):
                 guarded_read_at = time.monotonic()
             # Once Prometheus has scraped the guarded watcher having read every line of its finished
-            # crew, a finding would be counted after the settle time (1 s) and the next pass (1 s),
-            # scraped (1 s) and evaluated (1 s): the guarded side gets those and 2 s more.
+            # crew, any finding would be counted, scraped and evaluated within GUARDED_MARGIN.
             if expected <= firing and guarded_read_at is not None and time.monotonic() > guarded_read_at + GUARDED_MARGIN:
                 break
             if time.monotonic() > deadline:
                 logs = "\n".join(f"{p.name}: {p.read_text()[-2000:]}" for p in sorted(tmp_path.glob("*.log")))
                 pytest.fail(f"after {DEADLINE:.0f} s: firing {sorted(firing)}, guarded lines read "
                             f"{lines}\n{logs}")
-            time.sleep(1)
+            time.sleep(STEP)
         severities = {a["labels"][c.LABEL_SEVERITY] for a in seen
                       if a["labels"][c.LABEL_QUESTION] in ("lost_updates", "constraint_loss_by_hop")}
         assert severities == {c.SEVERITY_CRITICAL}
