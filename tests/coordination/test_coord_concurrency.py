@@ -4,7 +4,6 @@ against a version that was superseded before its check, and every refusal is cou
 from __future__ import annotations
 
 import json
-import multiprocessing
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +12,9 @@ import pytest
 from telemetry import conventions as c
 from telemetry.guards import Objectives, open_store
 
+import worker_processes
+
+from . import coord_workers
 from .coord_workers import POLICY, read_and_send, supersede_many
 
 SENDERS = 3
@@ -27,7 +29,7 @@ def test_no_send_is_accepted_against_a_version_superseded_before_its_check(store
     db = store_url
     objectives = Objectives(open_store(db))
     first = objectives.publish_objective(POLICY, "Credit up to $31")["version"]
-    ctx = multiprocessing.get_context("spawn")
+    ctx = worker_processes.context(coord_workers)
     done, start = ctx.Event(), ctx.Barrier(SENDERS + 1, timeout=JOIN_SECONDS)
     logs = {"superseder": tmp_path / "superseder.json"}
     procs = [

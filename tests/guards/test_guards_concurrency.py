@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import json
-import multiprocessing
 from pathlib import Path
 
 import pytest
 
 from telemetry.guards import StateStore, open_store
+
+import worker_processes
 
 from . import guard_workers
 
@@ -17,7 +18,7 @@ JOIN_SECONDS = 120
 
 
 def _run(target: object, arg_sets: list[tuple[object, ...]]) -> None:
-    ctx = multiprocessing.get_context("spawn")
+    ctx = worker_processes.context(guard_workers)
     start = ctx.Event()
     procs = [ctx.Process(target=target, args=(*args, start)) for args in arg_sets]  # type: ignore[arg-type]
     for p in procs:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-import multiprocessing
 import time
 from pathlib import Path
 from typing import Any
@@ -15,6 +14,8 @@ from telemetry import ConfigurationError, instrument_tool
 from telemetry import conventions as c
 from telemetry.guards import IdempotencyKeys, SQLiteStore, open_store
 from telemetry.testing import Capture
+
+import worker_processes
 
 from . import guard_workers
 
@@ -145,7 +146,7 @@ def test_claim_of_a_crashed_process_is_taken_over_after_its_lease(store_url: str
     """A process that died holding a key blocks it only until the lease ends, then the retry runs."""
     db = store_url
     keys = IdempotencyKeys(open_store(db), lease_seconds=600)  # long: the lease ends when the test says
-    ctx = multiprocessing.get_context("spawn")
+    ctx = worker_processes.context(guard_workers)
     start = ctx.Event()
     proc = ctx.Process(target=guard_workers.crash_holding_claim, args=(db, "k", start))
     proc.start()
