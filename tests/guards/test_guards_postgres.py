@@ -313,7 +313,7 @@ def test_the_pool_is_bounded_and_a_wait_past_connect_timeout_is_rate_limited(pg_
     """max_connections bounds a process's sessions however many threads write; when every one
     stays in use past connect_timeout, a write answers rate_limited (retry) and writes nothing."""
     # 2 s, not less: on a loaded 2-core machine 8 threads sharing 2 sessions waited past 0.3 s,
-    # so the first half failed at random; the refused write below waits this long once.
+    # so the first half failed at random.
     store = PostgresStore(pg_url, max_connections=2, connect_timeout=2.0)
     state = StateStore(store)
     for i in range(8):
@@ -328,16 +328,23 @@ def test_the_pool_is_bounded_and_a_wait_past_connect_timeout_is_rate_limited(pg_
         ).fetchone()[0]
     assert sessions <= 2
     version = state.read_state("k0")["version"]
+    # The refused write waits connect_timeout once, so it is made through a store of the same
+    # bound with a short one; its two connections are opened first, so that "no idle connection"
+    # below means both are held.
+    short = PostgresStore(pg_url, max_connections=2, connect_timeout=0.3)
+    short_state = StateStore(short)
+    with short.transaction(), short.read():
+        pass
     release = threading.Event()
 
     def hold() -> None:
-        with store.transaction(), store.read():
+        with short.transaction(), short.read():
             release.wait(BOUND_SECONDS)
 
     holder, held = _started(hold)
     try:
-        _wait_for(lambda: store._pool._idle == [], "both connections checked out")  # type: ignore[attr-defined]
-        refused = _bounded(lambda: state.write_state("k0", 99, version))
+        _wait_for(lambda: short._pool._idle == [], "both connections checked out")  # type: ignore[attr-defined]
+        refused = _bounded(lambda: short_state.write_state("k0", 99, version))
     finally:
         release.set()
     _finished(holder, held)
