@@ -13,6 +13,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import time
+import urllib.request
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
@@ -20,6 +21,7 @@ from typing import Any
 
 import pytest
 import yaml
+from prometheus_client.parser import text_string_to_metric_families
 
 from telemetry import conventions as c
 
@@ -33,9 +35,24 @@ shorter one costs the watchers CPU for every second of the test."""
 STEP = 0.25
 """Seconds between Prometheus' scrapes, between its rule evaluations, and between our polls:
 cheap, and each one shortens the wait for a page (or for its absence)."""
-GUARDED_MARGIN = 2 * PASS + 2 * STEP + 2.0
-"""How long the guarded side is watched after its watcher has read every line: a finding would
-be counted after the settle time and the next pass, then scraped and evaluated; 2 s more."""
+GUARDED_MARGIN = 2 * PASS + 2.0
+"""Seconds after the guarded watcher has read every line by which any finding of it is counted:
+after the settle time and the next pass, and 2 s more for a slow pass. A scrape of the watcher
+taken after that, then an evaluation of the rules, would page for it."""
+
+
+def _lines_read(port: int) -> float | None:
+    """What a watcher's own /metrics says it has read (None while it does not answer)."""
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as response:
+            text = response.read().decode()
+    except OSError:
+        return None
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            if sample.name == c.METRIC_WATCH_LINES_READ_TOTAL:
+                return float(sample.value)
+    return None
 
 
 def _lines_in(folder: Path) -> int:
@@ -90,26 +107,33 @@ def test_watch_pages_for_a_legacy_crew_and_not_for_a_guarded_one(prometheus_bina
                  for mode in ports}
         expected = {("legacy", "lost_updates"), ("legacy", "constraint_loss_by_hop")}
         deadline = time.monotonic() + DEADLINE
-        guarded_read_at = None
+        guarded_read_at = None  # wall clock, as Prometheus' timestamps are
+        late_scrape_seen = None
         while True:
+            fetched = time.monotonic()
             try:
                 alerts = api(base, "/api/v1/alerts")["alerts"]
-                lines = api(base, "/api/v1/query", query=f'sum({c.METRIC_WATCH_LINES_READ_TOTAL}{{job="guarded"}})')["result"]
+                scraped = api(base, "/api/v1/query", query=f'timestamp({c.PROMETHEUS_UP}{{job="guarded"}} == 1)')["result"]
             except OSError:
-                alerts, lines = [], []
+                alerts, scraped = [], []
             seen += [a for a in alerts if a["labels"]["alertname"] == c.ALERT_FORENSIC_FINDING]
             firing = {(a["labels"]["job"], a["labels"][c.LABEL_QUESTION]) for a in seen if a["state"] == "firing"}
-            if (guarded_read_at is None and crews["guarded"].poll() == 0 and lines
-                    and float(lines[0]["value"][1]) >= _lines_in(tmp_path / "guarded" / "traces")):
-                guarded_read_at = time.monotonic()
-            # Once Prometheus has scraped the guarded watcher having read every line of its finished
-            # crew, any finding would be counted, scraped and evaluated within GUARDED_MARGIN.
-            if expected <= firing and guarded_read_at is not None and time.monotonic() > guarded_read_at + GUARDED_MARGIN:
+            if guarded_read_at is None and crews["guarded"].poll() == 0:
+                read = _lines_read(ports["guarded"])
+                if read is not None and read >= _lines_in(tmp_path / "guarded" / "traces"):
+                    guarded_read_at = time.time()
+            # The guarded watcher has read every line of its finished crew: once Prometheus has
+            # scraped it successfully GUARDED_MARGIN after that, and evaluated the rules since
+            # (every STEP), a finding of it would be on the alerts page.
+            if (late_scrape_seen is None and guarded_read_at is not None and scraped
+                    and float(scraped[0]["value"][1]) >= guarded_read_at + GUARDED_MARGIN):
+                late_scrape_seen = time.monotonic()
+            if expected <= firing and late_scrape_seen is not None and fetched > late_scrape_seen + 4 * STEP:
                 break
             if time.monotonic() > deadline:
                 logs = "\n".join(f"{p.name}: {p.read_text()[-2000:]}" for p in sorted(tmp_path.glob("*.log")))
-                pytest.fail(f"after {DEADLINE:.0f} s: firing {sorted(firing)}, guarded lines read "
-                            f"{lines}\n{logs}")
+                pytest.fail(f"after {DEADLINE:.0f} s: firing {sorted(firing)}, guarded watcher read all at "
+                            f"{guarded_read_at}, last scraped {scraped}\n{logs}")
             time.sleep(STEP)
         severities = {a["labels"][c.LABEL_SEVERITY] for a in seen
                       if a["labels"][c.LABEL_QUESTION] in ("lost_updates", "constraint_loss_by_hop")}
