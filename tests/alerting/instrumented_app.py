@@ -1,7 +1,8 @@
 """An instrumented process for the end-to-end alerting test: real tools, real /metrics.
 
-Run as ``python instrumented_app.py --traces-dir DIR --seconds N``. It configures the package
-with a free metrics port on 127.0.0.1, prints one JSON line ``{"metrics_url": ...}`` and then
+Run as ``python instrumented_app.py --traces-dir DIR --seconds N [--metrics-port P]``. It
+configures the package with /metrics on 127.0.0.1 (port P, or a free one), prints one JSON line
+``{"metrics_url": ...}`` and then
 calls its tools in a loop until SIGTERM or N seconds, whichever comes first:
 
 - ``read_state`` and ``write_state`` are all good (outcome ok, read-back not_applicable/match);
@@ -78,10 +79,11 @@ def main() -> int:
     parser.add_argument("--traces-dir", required=True)
     parser.add_argument("--seconds", type=float, default=120.0, help="stop after this long at most")
     parser.add_argument("--interval", type=float, default=0.05, help="pause between rounds of calls")
+    parser.add_argument("--metrics-port", type=int, default=0, help="serve /metrics on this port (0: a free one)")
     args = parser.parse_args()
     signal.signal(signal.SIGTERM, _on_term)
     deadline = time.monotonic() + args.seconds
-    with telemetry.configure(service_name="alerting-e2e", traces_dir=args.traces_dir, metrics_port=0) as rt:
+    with telemetry.configure(service_name="alerting-e2e", traces_dir=args.traces_dir, metrics_port=args.metrics_port) as rt:
         print(json.dumps({"metrics_url": rt.metrics_url}), flush=True)
         n = 0
         while not _stop and time.monotonic() < deadline:

@@ -69,13 +69,15 @@ def stop(proc: subprocess.Popen[Any]) -> None:
 
 
 @contextmanager
-def instrumented_app(traces_dir: Path) -> Iterator[tuple[subprocess.Popen[str], str]]:
-    """Start the instrumented process; yield it and its host:port once /metrics is up."""
+def instrumented_app(traces_dir: Path, port: int) -> Iterator[tuple[subprocess.Popen[str], str]]:
+    """Start the instrumented process serving /metrics on ``port``; yield it and its host:port
+    once /metrics is up."""
     # stderr goes to a file, not a pipe nobody reads (a chatty app would block on a full pipe).
     errors = traces_dir.parent / "instrumented_app.stderr"
     with errors.open("w") as sink:
         proc = children.spawn(
-            [sys.executable, str(APP), "--traces-dir", str(traces_dir), "--seconds", str(DEADLINE + 30)],
+            [sys.executable, str(APP), "--traces-dir", str(traces_dir), "--seconds", str(DEADLINE + 30),
+             "--metrics-port", str(port)],
             stdout=subprocess.PIPE,
             stderr=sink,
             text=True,
@@ -160,7 +162,10 @@ def test_shipped_rules_and_dashboard_against_a_real_prometheus(prometheus_binary
     and counter exemplars carry trace ids found in the exported spans."""
     traces = tmp_path / "traces"
     seen_alerts: list[dict[str, Any]] = []
-    with instrumented_app(traces) as (app, target), prometheus(prometheus_binary, tmp_path, target) as base:
+    # Prometheus first: it applies its targets about 5 s after it starts, and the app's start-up
+    # fits in that wait. The first scrapes before the app is up just find the target down.
+    port = free_port()
+    with prometheus(prometheus_binary, tmp_path, f"127.0.0.1:{port}") as base, instrumented_app(traces, port) as (app, target):
         deadline = time.monotonic() + DEADLINE
         while True:
             alerts = api(base, "/api/v1/alerts")["alerts"]
