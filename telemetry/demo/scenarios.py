@@ -187,8 +187,7 @@ def wrong_collection(w: World, mode: str, rng: random.Random, run: str) -> Incid
     cat, pct = w.catalog, rng.choice([15, 20, 25])
     n = len(cat.target_keys)
     inc = Incident("wrong_collection", mode, run, f"put the {cat.target} collection on sale: {n} writes, all 200")
-    before_target = [w.price_of(k) for k in cat.target_keys]
-    before_other = [w.price_of(k) for k in cat.other_keys]
+    before_target, before_other = w.prices(cat.target_keys), w.prices(cat.other_keys)
     with agent("merchandiser", run):
         if mode == LEGACY:
             result = w.reprice_collection(cat.target, pct)
@@ -209,8 +208,8 @@ def wrong_collection(w: World, mode: str, rng: random.Random, run: str) -> Incid
                 redo = w.planner.commit_plan(fixed["plan_id"], agent_id="operator")
             inc.steps.append(f"the operator fixed the action, re-planned and committed: ok={redo['ok']}")
             inc.expect("plan_violations", violation=c.OUTCOME_POSTCONDITION_FAILED, run_id=run, plan_id=plan["plan_id"])
-    inc.facts["target_changed"] = sum(w.price_of(k) != p for k, p in zip(cat.target_keys, before_target))
-    inc.facts["other_changed"] = sum(w.price_of(k) != p for k, p in zip(cat.other_keys, before_other))
+    inc.facts["target_changed"] = sum(now != p for now, p in zip(w.prices(cat.target_keys), before_target))
+    inc.facts["other_changed"] = sum(now != p for now, p in zip(w.prices(cat.other_keys), before_other))
     return inc
 
 

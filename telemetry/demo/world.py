@@ -146,10 +146,17 @@ class World:
     def product(self, key: str) -> dict[str, Any]:
         """A catalog product's current value, read from the database (the source of truth)."""
         with self.store.read() as conn:
-            row = current_row(conn, key)
-        assert row is not None, f"no product {key}"
-        value: dict[str, Any] = json.loads(row[0])
-        return value
+            return _product(conn, key)
 
-    def price_of(self, key: str) -> int:
-        return int(self.product(key)["price_cents"])
+    def prices(self, keys: list[str]) -> list[int]:
+        """The current price of each of ``keys``, read in one read transaction (the stories
+        compare whole collections before and after)."""
+        with self.store.read() as conn:
+            return [int(_product(conn, key)["price_cents"]) for key in keys]
+
+
+def _product(conn: Any, key: str) -> dict[str, Any]:
+    row = current_row(conn, key)
+    assert row is not None, f"no product {key}"
+    value: dict[str, Any] = json.loads(row[0])
+    return value
