@@ -40,7 +40,7 @@ from prometheus_client.openmetrics.exposition import generate_latest as generate
 from . import active as _state
 from .. import conventions as c
 from ..exceptions import ConfigurationError
-from ._metrics_server import stop_server
+from .metrics_server import stop_server
 from ._plan import OUR_PROVIDERS, Plan, build_otlp_exporter, is_ours, plan, service_name_of
 from .batching import BatchSettings, CountingBatchProcessor
 from .exporter import JsonLinesSpanExporter

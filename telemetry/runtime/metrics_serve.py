@@ -14,7 +14,7 @@ from pathlib import Path
 
 from .._command import command_parser
 from ..exceptions import ConfigurationError
-from ._metrics_server import stop_server
+from .metrics_server import stop_server
 from .multiprocess import aggregate_registry, resolve
 
 __all__ = ["main"]

@@ -158,6 +158,8 @@ def _serve(args: argparse.Namespace, watcher: Watcher, stop: threading.Event) ->
     """Serve /metrics and run passes until ``stop``; the server is closed whatever happens."""
     from prometheus_client import start_http_server
 
+    from ...runtime.metrics_server import stop_server
+
     try:
         server, _thread = start_http_server(args.metrics_port, addr=args.metrics_addr, registry=watcher.registry)
     except OSError as exc:
@@ -173,5 +175,4 @@ def _serve(args: argparse.Namespace, watcher: Watcher, stop: threading.Event) ->
         watcher.run(stop, None if args.quiet else _progress)
         return EXIT_OK
     finally:
-        server.shutdown()
-        server.server_close()
+        stop_server(server)

@@ -1,4 +1,5 @@
-"""Stopping a ``/metrics`` server at once instead of after its next poll.
+"""Stopping a ``/metrics`` server at once instead of after its next poll (every server we start:
+the runtime's, ``metrics-serve``'s and ``watch``'s).
 
 ``prometheus_client.start_http_server`` runs ``serve_forever`` with socketserver's default poll of
 0.5 s, and ``shutdown()`` waits for the loop to notice: every runtime serving ``/metrics`` (and
@@ -12,6 +13,8 @@ from __future__ import annotations
 import socket
 import threading
 from socketserver import BaseServer
+
+__all__ = ["stop_server"]
 
 _WAKE_EVERY_S = 0.05
 """How often to wake the loop again while it has not stopped (a wake-up that came before the
