@@ -232,19 +232,30 @@ def _report(paths: list[Path]) -> dict[str, Any]:
     return {"rows": findings, "steps": steps.rows}
 
 
-def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def span_file_arguments(description: str, output: str, argv: list[str]) -> argparse.Namespace:
+    """The options of a benchmark over one generated span file: --spans, --workdir, --output."""
+    parser = argparse.ArgumentParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--spans", type=int, default=1_000_000, help="spans to generate (default 1,000,000)")
     parser.add_argument("--workdir", type=Path, default=None, help="where to write the data (default: a temp dir)")
-    parser.add_argument("--output", type=Path, default=Path("bench-output/forensics.json"))
-    args = parser.parse_args(argv)
-    work = args.workdir or Path(tempfile.mkdtemp(prefix="bench-forensics-"))
+    parser.add_argument("--output", type=Path, default=Path(output))
+    return parser.parse_args(argv)
+
+
+def generated_file(args: argparse.Namespace, prefix: str) -> tuple[Path, Path, int]:
+    """Generate ``args.spans`` spans into ``traces.jsonl`` of the work folder: (folder, file, bytes)."""
+    work = args.workdir or Path(tempfile.mkdtemp(prefix=prefix))
     work.mkdir(parents=True, exist_ok=True)
     source = work / "traces.jsonl"
     print(f"generating {args.spans:,} spans in {source}", file=sys.stderr, flush=True)
     started = time.perf_counter()
     size = generate(source, args.spans)
     print(f"  generated {size / 1e6:,.0f} MB in {time.perf_counter() - started:.1f} s", file=sys.stderr)
+    return work, source, size
+
+
+def main(argv: list[str]) -> int:
+    args = span_file_arguments(__doc__ or "", "bench-output/forensics.json", argv)
+    work, source, size = generated_file(args, "bench-forensics-")
     parquet_dir = work / "parquet"
     shutil.rmtree(parquet_dir, ignore_errors=True)
     load_start = [round(x, 2) for x in os.getloadavg()]  # the machine may be shared: say how busy it was

@@ -22,13 +22,11 @@ splits into its steps. Writes ``bench-output/json_readers.json``.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import re
 import shutil
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any, Callable, Optional
@@ -36,7 +34,7 @@ from typing import Any, Callable, Optional
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_forensics import _measure, generate, json_loads_loop  # noqa: E402
+from bench_forensics import _measure, generated_file, json_loads_loop, span_file_arguments  # noqa: E402
 
 from telemetry.runtime.resources import data_file  # noqa: E402
 
@@ -152,16 +150,8 @@ READERS: list[tuple[str, Callable[[Path], int], Optional[str]]] = [
 
 
 def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--spans", type=int, default=1_000_000, help="spans to generate (default 1,000,000)")
-    parser.add_argument("--workdir", type=Path, default=None, help="where to write the data (default: a temp dir)")
-    parser.add_argument("--output", type=Path, default=Path("bench-output/json_readers.json"))
-    args = parser.parse_args(argv)
-    work = args.workdir or Path(tempfile.mkdtemp(prefix="bench-json-readers-"))
-    work.mkdir(parents=True, exist_ok=True)
-    source = work / "traces.jsonl"
-    print(f"generating {args.spans:,} spans in {source}", file=sys.stderr, flush=True)
-    size = generate(source, args.spans)
+    args = span_file_arguments(__doc__ or "", "bench-output/json_readers.json", argv)
+    work, source, size = generated_file(args, "bench-json-readers-")
     load_start = [round(x, 2) for x in os.getloadavg()]
     steps = [_measure("python json.loads loop", lambda: json_loads_loop(source), trace_python=False)]
     skipped = []
