@@ -253,6 +253,15 @@ def generated_file(args: argparse.Namespace, prefix: str) -> tuple[Path, Path, i
     return work, source, size
 
 
+def write_result(args: argparse.Namespace, work: Path, result: dict[str, Any]) -> int:
+    """Write ``result`` to ``args.output`` and remove the generated data unless --workdir kept it."""
+    args.output.parent.mkdir(parents=True, exist_ok=True)
+    args.output.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    if args.workdir is None:
+        shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
 def main(argv: list[str]) -> int:
     args = span_file_arguments(__doc__ or "", "bench-output/forensics.json", argv)
     work, source, size = generated_file(args, "bench-forensics-")
@@ -288,11 +297,7 @@ def main(argv: list[str]) -> int:
                   f"{inner['peak_rss_mb']:>12.1f}")
     print("targets:", json.dumps(result["targets"]))
     print("load average (1, 5, 15 min) at start:", load_start, "at end:", result["load_average"]["end"])
-    args.output.parent.mkdir(parents=True, exist_ok=True)
-    args.output.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
-    if args.workdir is None:
-        shutil.rmtree(work, ignore_errors=True)
-    return 0
+    return write_result(args, work, result)
 
 
 if __name__ == "__main__":

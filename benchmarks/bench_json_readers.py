@@ -25,7 +25,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import sys
 import time
 from pathlib import Path
@@ -34,7 +33,7 @@ from typing import Any, Callable, Optional
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_forensics import _measure, generated_file, json_loads_loop, span_file_arguments  # noqa: E402
+from bench_forensics import _measure, generated_file, json_loads_loop, span_file_arguments, write_result  # noqa: E402
 
 from telemetry.runtime.resources import data_file  # noqa: E402
 
@@ -178,11 +177,7 @@ def main(argv: list[str]) -> int:
     result = {"spans": args.spans, "json_bytes": size, "cpus": os.cpu_count(), "steps": steps, "skipped": skipped,
               "load_average": {"start": load_start, "end": [round(x, 2) for x in os.getloadavg()]},
               "measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
-    args.output.parent.mkdir(parents=True, exist_ok=True)
-    args.output.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
-    if args.workdir is None:
-        shutil.rmtree(work, ignore_errors=True)
-    return 0
+    return write_result(args, work, result)
 
 
 if __name__ == "__main__":
