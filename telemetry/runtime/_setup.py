@@ -40,11 +40,11 @@ from prometheus_client.openmetrics.exposition import generate_latest as generate
 from . import active as _state
 from .. import conventions as c
 from ..exceptions import ConfigurationError
-from .metrics_server import stop_server
 from ._plan import OUR_PROVIDERS, Plan, build_otlp_exporter, is_ours, plan, service_name_of
 from .batching import BatchSettings, CountingBatchProcessor
 from .exporter import JsonLinesSpanExporter
 from .metrics import ToolMetrics
+from .metrics_server import stop_server
 from .multiprocess import aggregate_registry
 from .multiprocess import enable as enable_multiprocess
 
