@@ -144,7 +144,7 @@ def _child(fn: Callable[[], Any], trace_python: bool, conn: Any) -> None:
     try:
         value = fn()
     except BaseException as error:  # the parent would wait for a result forever
-        conn.send(error)
+        conn.send(("failed", repr(error)))  # as text: not every exception pickles
         conn.close()
         raise
     seconds = time.perf_counter() - started
@@ -170,8 +170,8 @@ def _measure(label: str, fn: Callable[[], Any], trace_python: bool = True) -> di
     process.start()
     got = parent.recv()
     process.join()
-    if isinstance(got, BaseException):
-        raise SystemExit(f"{label} failed in its process: {got!r}")
+    if got[0] == "failed":
+        raise SystemExit(f"{label} failed in its process: {got[1]}")
     seconds, cpu, value, peak, rss = got
     print(f"  {label}: {seconds:.2f} s, {cpu:.2f} CPU s, max RSS {rss / 1e6:,.0f} MB", file=sys.stderr, flush=True)
     return {"step": label, "seconds": round(seconds, 3), "cpu_seconds": round(cpu, 3),
