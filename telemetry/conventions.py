@@ -97,12 +97,16 @@ READBACK_MISMATCH: Final = "mismatch"
 READBACK_SKIPPED: Final = "skipped"
 READBACK_ERROR: Final = "error"
 READBACK_NOT_APPLICABLE: Final = "not_applicable"
+READBACK_UNKNOWN: Final = "unknown"
+"""A call recorded by another instrumentation: nothing read the state back, and nothing says
+whether it should have (the ``readback`` label of calls counted by ``observe_tool_spans``)."""
 READBACK_VALUES: Final = (
     READBACK_MATCH,
     READBACK_MISMATCH,
     READBACK_SKIPPED,
     READBACK_ERROR,
     READBACK_NOT_APPLICABLE,
+    READBACK_UNKNOWN,
 )
 
 # --- the outcome vocabulary ------------------------------------------------------------------
@@ -165,7 +169,7 @@ REFUSAL_OUTCOMES: Final = frozenset(
     }
 )
 """Outcomes by which a guard refused at call time; each is counted in
-``tool_rejected_writes_total`` with the outcome as its ``reason``."""
+``tool_guard_refusals_total`` with the outcome as its ``reason``."""
 
 # --- the result envelope (what a guard returns, what the classifier reads) --------------------
 
@@ -218,8 +222,8 @@ TOOL_SUPERSEDE_OBJECTIVE: Final = "supersede_objective"
 METRIC_TOOL_CALLS: Final = "tool_calls"
 METRIC_TOOL_CALLS_TOTAL: Final = "tool_calls_total"
 METRIC_TOOL_CALL_DURATION: Final = "tool_call_duration_seconds"
-METRIC_REJECTED_WRITES: Final = "tool_rejected_writes"
-METRIC_REJECTED_WRITES_TOTAL: Final = "tool_rejected_writes_total"
+METRIC_GUARD_REFUSALS: Final = "tool_guard_refusals"
+METRIC_GUARD_REFUSALS_TOTAL: Final = "tool_guard_refusals_total"
 METRIC_CONSTRAINT_WAIVERS: Final = "tool_constraint_waivers"
 METRIC_CONSTRAINT_WAIVERS_TOTAL: Final = "tool_constraint_waivers_total"
 METRIC_STALE_SENDS: Final = "tool_stale_sends"
@@ -235,6 +239,10 @@ METRIC_INTERNAL_ERRORS_TOTAL: Final = "outcome_telemetry_internal_errors_total"
 METRIC_SILENT_FAILURES: Final = "tool_silent_failures"
 METRIC_SILENT_FAILURES_TOTAL: Final = "tool_silent_failures_total"
 """Calls whose caller was told success while the outcome was not ok (see ``TOOL_SILENT_FAILURE``)."""
+METRIC_MASKED_FAILURES: Final = "tool_masked_failures"
+METRIC_MASKED_FAILURES_TOTAL: Final = "tool_masked_failures_total"
+"""Masked failures: calls whose result reported a failure while their span's status says OK or
+unset, so every tracer's error view shows them green (counted by ``observe_tool_spans``)."""
 
 LABEL_TOOL: Final = "tool"
 LABEL_TRANSPORT: Final = "transport"
@@ -248,13 +256,14 @@ EXEMPLAR_TRACE_ID: Final = "trace_id"
 METRIC_LABELS: Final = {
     METRIC_TOOL_CALLS_TOTAL: (LABEL_TOOL, LABEL_TRANSPORT, LABEL_READBACK, LABEL_OUTCOME),
     METRIC_TOOL_CALL_DURATION: (LABEL_TOOL,),
-    METRIC_REJECTED_WRITES_TOTAL: (LABEL_TOOL, LABEL_REASON),
+    METRIC_GUARD_REFUSALS_TOTAL: (LABEL_TOOL, LABEL_REASON),
     METRIC_CONSTRAINT_WAIVERS_TOTAL: (LABEL_TOOL,),
     METRIC_STALE_SENDS_TOTAL: (LABEL_TOOL,),
     METRIC_IDEMPOTENT_REPLAYS_TOTAL: (LABEL_TOOL,),
     METRIC_SPANS_DROPPED_TOTAL: (LABEL_EXPORTER, LABEL_REASON),
     METRIC_INTERNAL_ERRORS_TOTAL: (LABEL_STAGE,),
     METRIC_SILENT_FAILURES_TOTAL: (LABEL_TOOL, LABEL_OUTCOME),
+    METRIC_MASKED_FAILURES_TOTAL: (LABEL_TOOL, LABEL_OUTCOME),
 }
 """Exposed metric name to its label names, in order."""
 
@@ -340,7 +349,7 @@ the file without holding a large batch in memory, and a crash loses at most the 
 # (tests/alerting/test_alerting_names.py) checks every name those files use is defined here.
 
 PROMETHEUS_UP: Final = "up"
-"""Prometheus's own per-target health series; the first-bad-outcome branch joins on it."""
+"""Prometheus's own per-target health series; the first-silent-failure branch joins on it."""
 LABEL_JOB: Final = "job"
 LABEL_INSTANCE: Final = "instance"
 LABEL_LE: Final = "le"
@@ -369,7 +378,7 @@ RULE_INTENT_ERROR_RATIO_RATE30M: Final = "tool:intent_error:ratio_rate30m"
 RULE_INTENT_ERROR_RATIO_RATE1H: Final = "tool:intent_error:ratio_rate1h"
 RULE_INTENT_ERROR_RATIO_RATE6H: Final = "tool:intent_error:ratio_rate6h"
 RULE_INTENT_ERROR_RATIO_RATE3D: Final = "tool:intent_error:ratio_rate3d"
-RULE_REJECTED_WRITES_RATIO_RATE5M: Final = "tool:rejected_writes:ratio_rate5m"
+RULE_GUARD_REFUSALS_RATIO_RATE5M: Final = "tool:guard_refusals:ratio_rate5m"
 RULE_REPORTED_FAILURES_RATIO_RATE5M: Final = "tool:reported_failures:ratio_rate5m"
 """Failures the caller was told about (errors, error envelopes, non-2xx), refusals and silent
 failures excluded, as a share of calls."""
@@ -387,7 +396,7 @@ RECORDING_RULES: Final = (
     RULE_INTENT_ERROR_RATIO_RATE1H,
     RULE_INTENT_ERROR_RATIO_RATE6H,
     RULE_INTENT_ERROR_RATIO_RATE3D,
-    RULE_REJECTED_WRITES_RATIO_RATE5M,
+    RULE_GUARD_REFUSALS_RATIO_RATE5M,
     RULE_REPORTED_FAILURES_RATIO_RATE5M,
     RULE_READBACK_MATCH_RATIO_RATE5M,
     RULE_READBACK_MISMATCH_RATIO_RATE5M,
@@ -395,10 +404,10 @@ RECORDING_RULES: Final = (
     RULE_INTENT_SLO_ERROR_BUDGET,
 )
 
-ALERT_BAD_OUTCOME_SUCCESS: Final = "ToolBadOutcomeSuccess"
+ALERT_SILENT_FAILURE: Final = "ToolSilentFailure"
 """A silent failure (``tool_silent_failures_total``): the caller was told done and it was not."""
 ALERT_READBACK_MISMATCH: Final = "ToolReadbackMismatch"
-ALERT_REJECTED_WRITES_HIGH: Final = "ToolRejectedWritesHigh"
+ALERT_GUARD_REFUSALS_HIGH: Final = "ToolGuardRefusalsHigh"
 ALERT_REPORTED_FAILURES_HIGH: Final = "ToolReportedFailuresHigh"
 ALERT_STALE_SENDS: Final = "ToolStaleSends"
 ALERT_CONSTRAINT_WAIVER_SPIKE: Final = "ToolConstraintWaiverSpike"
@@ -410,9 +419,9 @@ ALERT_DROPPING_SPANS: Final = "OutcomeTelemetryDroppingSpans"
 ALERT_READBACK_ERRORS: Final = "ToolReadbackErrors"
 """Read-backs raise: whether the tool's writes really happened is unknown."""
 ALERTS: Final = (
-    ALERT_BAD_OUTCOME_SUCCESS,
+    ALERT_SILENT_FAILURE,
     ALERT_READBACK_MISMATCH,
-    ALERT_REJECTED_WRITES_HIGH,
+    ALERT_GUARD_REFUSALS_HIGH,
     ALERT_REPORTED_FAILURES_HIGH,
     ALERT_STALE_SENDS,
     ALERT_CONSTRAINT_WAIVER_SPIKE,
@@ -459,7 +468,8 @@ WATCH_METRIC_LABELS: Final = {
 """What ``outcome-telemetry watch`` serves (exposed name to labels); ``question`` values are the
 forensics question names."""
 WATCH_ALERTS: Final = (ALERT_FORENSIC_FINDING,)
-"""Alerts of ``alerts/watch.rules.yml`` (one rule per severity, all named the same)."""
+"""Alerts on what ``watch`` serves, in ``alerts/outcome-telemetry.rules.yml`` (one rule per severity,
+all named the same)."""
 
 # --- the tool-surface audit (``outcome-telemetry audit``) ------------------------------------
 # Its JSON report, table and SARIF use these words; telemetry.audit.model re-exports them under
@@ -487,3 +497,54 @@ AUDIT_FROM_INFERENCE: Final = "inference"
 """The answer rests on the tool's name and parameters: nothing declared it."""
 AUDIT_FROM_TRACES: Final = "traces"
 """The answer rests on what the tool's spans show it did."""
+
+# --- traces written by other instrumentations ("bring your own traces") ----------------------
+# What forensics, the audit and ``observe_tool_spans`` read on spans that our decorator did not
+# write. Each format marks a tool span its own way and records the call's input and result under
+# its own keys; ``telemetry.span_formats`` says which key means what, per format.
+
+FORMAT_OURS: Final = "outcome-telemetry"
+FORMAT_GENAI: Final = "genai"
+"""OpenTelemetry GenAI semantic conventions (pydantic-ai, the OpenAI Agents SDK, the
+``opentelemetry-instrumentation-genai-*`` packages, Strands)."""
+FORMAT_OPENINFERENCE: Final = "openinference"
+FORMAT_TRACELOOP: Final = "traceloop"
+"""OpenLLMetry (traceloop-sdk)."""
+FORMAT_LANGFUSE: Final = "langfuse"
+FORMAT_MLFLOW: Final = "mlflow"
+FORMAT_SELECTED: Final = "selected"
+"""A span the user named a tool span with ``--tool-spans`` (logfire's ``@instrument``, in-house)."""
+SPAN_FORMATS: Final = (FORMAT_OURS, FORMAT_GENAI, FORMAT_OPENINFERENCE, FORMAT_TRACELOOP,
+                       FORMAT_LANGFUSE, FORMAT_MLFLOW, FORMAT_SELECTED)
+
+GEN_AI_TOOL_CALL_ARGUMENTS: Final = "gen_ai.tool.call.arguments"
+GEN_AI_TOOL_CALL_RESULT: Final = "gen_ai.tool.call.result"
+GEN_AI_TOOL_STATUS: Final = "gen_ai.tool.status"
+"""Strands' own tool status (``success`` | ``error``)."""
+OPENINFERENCE_SPAN_KIND: Final = "openinference.span.kind"
+OPENINFERENCE_KIND_TOOL: Final = "TOOL"
+OI_TOOL_NAME: Final = "tool.name"
+OI_INPUT_VALUE: Final = "input.value"
+OI_OUTPUT_VALUE: Final = "output.value"
+OI_SESSION_ID: Final = "session.id"
+OI_TOOL_CALL_ID: Final = "tool_call.id"
+OI_LLM_OUTPUT_MESSAGES: Final = "llm.output_messages"
+"""Prefix of the flattened output messages of an LLM span
+(``llm.output_messages.{i}.message.tool_calls.{j}.tool_call.id``)."""
+TRACELOOP_SPAN_KIND: Final = "traceloop.span.kind"
+TRACELOOP_KIND_TOOL: Final = "tool"
+TRACELOOP_KIND_WORKFLOW: Final = "workflow"
+TRACELOOP_ENTITY_NAME: Final = "traceloop.entity.name"
+TRACELOOP_ENTITY_INPUT: Final = "traceloop.entity.input"
+TRACELOOP_ENTITY_OUTPUT: Final = "traceloop.entity.output"
+TRACELOOP_WORKFLOW_NAME: Final = "traceloop.workflow.name"
+LANGFUSE_OBSERVATION_TYPE: Final = "langfuse.observation.type"
+LANGFUSE_KIND_TOOL: Final = "tool"
+LANGFUSE_OBSERVATION_INPUT: Final = "langfuse.observation.input"
+LANGFUSE_OBSERVATION_OUTPUT: Final = "langfuse.observation.output"
+LANGFUSE_SESSION_ID: Final = "langfuse.session.id"
+MLFLOW_SPAN_TYPE: Final = "mlflow.spanType"
+MLFLOW_KIND_TOOL: Final = "TOOL"
+MLFLOW_SPAN_INPUTS: Final = "mlflow.spanInputs"
+MLFLOW_SPAN_OUTPUTS: Final = "mlflow.spanOutputs"
+MLFLOW_TRACE_REQUEST_ID: Final = "mlflow.traceRequestId"

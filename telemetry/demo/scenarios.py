@@ -193,7 +193,7 @@ def wrong_collection(w: World, mode: str, rng: random.Random, run: str) -> Incid
             result = w.reprice_collection(cat.target, pct)
             _told(inc, "merchandiser", result)
             inc.steps.append(f"{len(result['updated'])} price writes, each 200 with a matching read-back")
-            inc.expect("bad_outcome_successes", tool_name="legacy_reprice_collection", outcome=c.OUTCOME_POSTCONDITION_FAILED)
+            inc.expect("silent_failures", tool_name="legacy_reprice_collection", outcome=c.OUTCOME_POSTCONDITION_FAILED)
         else:
             plan = w.planner.plan_change("apply_discount_stale_index", CATALOG, {"collection": cat.target},
                                          {"discount_pct": pct}, agent_id="merchandiser")

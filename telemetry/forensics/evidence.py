@@ -98,7 +98,7 @@ class Evidence:
         if question in KIND_DEPENDENT and self.ignored:
             out.append(f"{sum(self.ignored.values()):,} span(s) without a usable tool.kind are not examined "
                        f"({', '.join(f'{r}: {n:,}' for r, n in sorted(self.ignored.items()))})")
-        if question != "bad_outcome_successes" and self.without_conversation_spans:
+        if question != "silent_failures" and self.without_conversation_spans:
             out.append(f"{self.without_conversation_spans:,} tool span(s) have no gen_ai.conversation.id; each of "
                        f"their {self.without_conversation_traces:,} trace(s) is its own run, so they are compared "
                        "only within their trace")

@@ -29,7 +29,7 @@ __all__ = [
 ]
 
 QUESTION_NAMES: tuple[str, ...] = (
-    "bad_outcome_successes",
+    "silent_failures",
     "lost_updates",
     "constraint_loss_by_hop",
     "unpersisted_writes",
@@ -52,7 +52,7 @@ guards or a read-back caught it, or contention is growing. Record: explicit deci
 The first two are the alert severities (``watch`` labels its findings with them)."""
 
 SEVERITY: dict[str, str] = {
-    "bad_outcome_successes": CRITICAL,
+    "silent_failures": CRITICAL,
     "lost_updates": CRITICAL,
     "constraint_loss_by_hop": CRITICAL,
     "stale_sends": CRITICAL,
@@ -75,7 +75,7 @@ guard stopped it; see the question's SQL header): what ``watch`` counts and the 
 repeated execution."""
 
 NEXT_STEP: dict[str, str] = {
-    "bad_outcome_successes": "Open the example traces and fix the tool or its check; its callers were told done.",
+    "silent_failures": "Open the example traces and fix the tool or its check; its callers were told done.",
     "lost_updates": "Re-apply the overwritten change and make the writer pass expected_version.",
     "constraint_loss_by_hop": "Re-issue the task with the lost constraint; make that hop carry or waive it.",
     "stale_sends": "Tell the recipients the correction; make the sender re-read the current policy.",

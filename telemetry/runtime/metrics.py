@@ -62,7 +62,7 @@ FAMILIES: tuple[Family, ...] = (
         Histogram,
         "Tool call duration, covering the await and every iteration of a generator.",
     ),
-    Family(c.METRIC_REJECTED_WRITES_TOTAL, Counter, "Calls a guard refused at call time, by refusal reason."),
+    Family(c.METRIC_GUARD_REFUSALS_TOTAL, Counter, "Calls a guard refused at call time, by refusal reason."),
     Family(
         c.METRIC_CONSTRAINT_WAIVERS_TOTAL,
         Counter,
@@ -130,7 +130,7 @@ class ToolMetrics:
                 self.child(self._by_name[family.exposed], *labels)
         self.calls = self[c.METRIC_TOOL_CALLS_TOTAL]
         self.duration = self[c.METRIC_TOOL_CALL_DURATION]
-        self.rejected = self[c.METRIC_REJECTED_WRITES_TOTAL]
+        self.rejected = self[c.METRIC_GUARD_REFUSALS_TOTAL]
         self.waivers = self[c.METRIC_CONSTRAINT_WAIVERS_TOTAL]
         self.stale_sends = self[c.METRIC_STALE_SENDS_TOTAL]
         self.replays = self[c.METRIC_IDEMPOTENT_REPLAYS_TOTAL]

@@ -8,7 +8,7 @@ calls its tools in a loop until SIGTERM or N seconds, whichever comes first:
 - ``read_state`` and ``write_state`` are all good (outcome ok, read-back not_applicable/match);
   the test checks that no alert ever names them;
 - ``set_price`` returns ``{"ok": True}`` while its outcome check says ``postcondition_failed``:
-  a silent failure, what ToolBadOutcomeSuccess pages on;
+  a silent failure, what ToolSilentFailure pages on;
 - ``update_record``'s read-back mismatches on every other call;
 - ``claim_row`` is refused as a stale version, ``send_update`` as a stale policy (a stale send),
   ``delegate_task`` waives a constraint, ``charge_card`` answers from its idempotency store.

@@ -41,9 +41,9 @@ STEP = 0.25
 GOOD_TOOLS = {"read_state", "write_state", "charge_card"}
 BAD_TOOL = "set_price"
 EXPECTED_ALERTS = {
-    (c.ALERT_BAD_OUTCOME_SUCCESS, BAD_TOOL),
+    (c.ALERT_SILENT_FAILURE, BAD_TOOL),
     (c.ALERT_READBACK_MISMATCH, "update_record"),
-    (c.ALERT_REJECTED_WRITES_HIGH, "claim_row"),
+    (c.ALERT_GUARD_REFUSALS_HIGH, "claim_row"),
     (c.ALERT_STALE_SENDS, "send_update"),
     (c.ALERT_CONSTRAINT_WAIVER_SPIKE, "delegate_task"),
     (c.ALERT_INTENT_BUDGET_BURN_FAST, BAD_TOOL),
@@ -157,7 +157,7 @@ def panel_results(base: str, *, watch: bool = False) -> dict[str, int]:
 
 @pytest.mark.slow
 def test_shipped_rules_and_dashboard_against_a_real_prometheus(prometheus_binary: str, tmp_path: Path) -> None:
-    """Against real scrapes: every panel returns data, the bad-outcome alert (and each other alert)
+    """Against real scrapes: every panel returns data, the silent-failure alert (and each other alert)
     goes pending/firing for its tool, no alert names an all-good tool, rules evaluate cleanly,
     and counter exemplars carry trace ids found in the exported spans."""
     traces = tmp_path / "traces"

@@ -81,13 +81,13 @@ def test_bad_outcome_behind_a_200_pages_for_that_tool_only(promtool: str) -> Non
         for n in range(CALLS):
             set_price("sku-1", 9.99)
     alerts = would_fire(samples_from_registry(cap.registry), promtool=promtool)
-    page = [a for a in alerts if a.name == c.ALERT_BAD_OUTCOME_SUCCESS]
+    page = [a for a in alerts if a.name == c.ALERT_SILENT_FAILURE]
     assert [(a.tool, a.labels[c.LABEL_OUTCOME], a.severity) for a in page] == [
         ("set_price", c.OUTCOME_POSTCONDITION_FAILED, c.SEVERITY_CRITICAL)
     ]
     assert page[0].summary == "set_price told its caller success but the outcome was postcondition_failed"
     assert cap.sample(c.METRIC_SILENT_FAILURES_TOTAL, {c.LABEL_TOOL: "set_price", c.LABEL_OUTCOME: c.OUTCOME_POSTCONDITION_FAILED}) == CALLS
-    assert "bad_outcome_successes" in page[0].annotations["forensics"]
+    assert "silent_failures" in page[0].annotations["forensics"]
     assert not [a for a in alerts if a.tool in ("read_state", "write_state")], alerts
 
 
@@ -102,12 +102,12 @@ def test_stale_sends_fire_tool_stale_sends(promtool: str) -> None:
     stale = [a for a in alerts if a.name == c.ALERT_STALE_SENDS]
     assert [(a.tool, a.severity) for a in stale] == [("send_update", c.SEVERITY_WARNING)]
     assert stale[0].summary == "send_update attempted sends against a superseded policy"
-    assert (c.ALERT_BAD_OUTCOME_SUCCESS, "send_update") not in fired(alerts), "a refusal is not a bad outcome"
+    assert (c.ALERT_SILENT_FAILURE, "send_update") not in fired(alerts), "a refusal is not a bad outcome"
     assert not [a for a in alerts if a.tool in ("read_state", "write_state")], alerts
 
 
 def test_readback_mismatches_fire_tool_readback_mismatch(promtool: str) -> None:
-    """Writes whose read-back disagrees fire ToolReadbackMismatch (and the bad-outcome page) for that tool."""
+    """Writes whose read-back disagrees fire ToolReadbackMismatch (and the silent-failure page) for that tool."""
     _lossy.clear()
     with capture() as cap:
         good_traffic()
@@ -117,7 +117,7 @@ def test_readback_mismatches_fire_tool_readback_mismatch(promtool: str) -> None:
     assert 0 < mismatches < CALLS
     alerts = would_fire(samples_from_registry(cap.registry), promtool=promtool)
     assert (c.ALERT_READBACK_MISMATCH, "update_record") in fired(alerts)
-    assert (c.ALERT_BAD_OUTCOME_SUCCESS, "update_record") in fired(alerts)
+    assert (c.ALERT_SILENT_FAILURE, "update_record") in fired(alerts)
     assert not [a for a in alerts if a.tool in ("read_state", "write_state")], alerts
 
 
@@ -189,7 +189,7 @@ def test_awkward_label_values_survive_promtool_quoting(promtool: str) -> None:
     """Quotes, backslashes, commas, braces, newlines and non-ASCII in a label come back exactly as sent."""
     tool = 'we"ird\\tool, {x="1"}\nnæste ✓'
     alerts = would_fire([_calls(tool, c.OUTCOME_NOT_FOUND, 5), _silent(tool, c.OUTCOME_NOT_FOUND, 5)], promtool=promtool)
-    page = [a for a in alerts if a.name == c.ALERT_BAD_OUTCOME_SUCCESS]
+    page = [a for a in alerts if a.name == c.ALERT_SILENT_FAILURE]
     assert [a.tool for a in page] == [tool]
     assert page[0].summary == f"{tool} told its caller success but the outcome was not_found"
 
@@ -252,4 +252,4 @@ def test_promtool_path_is_used_when_given(promtool: str) -> None:
     """An explicit promtool path works the same as the one on PATH."""
     assert os.path.isabs(promtool)
     alerts = would_fire([_calls("t", c.OUTCOME_TOOL_ERROR, 5), _silent("t", c.OUTCOME_TOOL_ERROR, 5)], promtool=Path(promtool))
-    assert (c.ALERT_BAD_OUTCOME_SUCCESS, "t") in fired(alerts)
+    assert (c.ALERT_SILENT_FAILURE, "t") in fired(alerts)

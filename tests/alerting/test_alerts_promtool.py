@@ -59,24 +59,24 @@ def test_promtool_unit_tests_pass(promtool: str) -> None:
 
 
 def test_unit_tests_fail_when_the_page_is_broken(promtool: str, tmp_path: Path) -> None:
-    """The unit tests can fail: with the bad-outcome alert neutered they report the miss."""
+    """The unit tests can fail: with the silent-failure alert neutered they report the miss."""
     rules = yaml.safe_load(shipped.rule_files()[0].read_text())
     for group in rules["groups"]:
         for rule in group["rules"]:
-            if rule.get("alert") == c.ALERT_BAD_OUTCOME_SUCCESS:
+            if rule.get("alert") == c.ALERT_SILENT_FAILURE:
                 rule["expr"] = "vector(0) > 1"
     (tmp_path / shipped.rule_files()[0].name).write_text(yaml.safe_dump(rules))
     (tmp_path / "tests").mkdir()
     # Only the file's first case (the page firing on a bad outcome): the rest would cost seconds
     # of promtool evaluations and cannot fail for a neutered alert that this one does not catch.
-    test_file = data_dir("alerts") / "tests" / "bad_outcome_success.yml"
+    test_file = data_dir("alerts") / "tests" / "silent_failure.yml"
     unit_tests = yaml.safe_load(test_file.read_text())
     first = unit_tests["tests"][0]
-    assert any(case["alertname"] == c.ALERT_BAD_OUTCOME_SUCCESS and case["exp_alerts"] for case in first["alert_rule_test"])
+    assert any(case["alertname"] == c.ALERT_SILENT_FAILURE and case["exp_alerts"] for case in first["alert_rule_test"])
     unit_tests["tests"] = [first]
     (tmp_path / "tests" / test_file.name).write_text(yaml.safe_dump(unit_tests))
     result = run([promtool, "test", "rules", str(tmp_path / "tests" / test_file.name)])
-    assert result.returncode != 0 and c.ALERT_BAD_OUTCOME_SUCCESS in result.stdout + result.stderr
+    assert result.returncode != 0 and c.ALERT_SILENT_FAILURE in result.stdout + result.stderr
 
 
 def _alert_tests() -> list[tuple[str, str, bool]]:

@@ -23,7 +23,7 @@ REQUIRED_PANELS = {
     "Spans dropped, by exporter and reason",
     "Toolkit internal errors, by stage",
     "Read-back match ratio",
-    "Rejected writes by reason",
+    "Guard refusals by reason",
     "Constraint waivers",
     "Stale sends",
     "Idempotent replays",

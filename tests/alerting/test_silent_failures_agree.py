@@ -1,5 +1,5 @@
-"""The page and the query agree: ToolBadOutcomeSuccess (promtool over the shipped rules) and
-`forensics bad_outcome_successes` name exactly the same (tool, outcome) pairs for the same calls.
+"""The page and the query agree: ToolSilentFailure (promtool over the shipped rules) and
+`forensics silent_failures` name exactly the same (tool, outcome) pairs for the same calls.
 
 Calls are generated (hypothesis) through real instrumented tools, exported to real trace files
 and counted in a real registry; the demo's guarded and legacy counters are replayed too.
@@ -77,12 +77,12 @@ def _run(calls: list[tuple[str, str]], traces: Path) -> list[Any]:
 
 def _paged(samples: list[Any]) -> set[tuple[str | None, str | None]]:
     return {(a.tool, a.labels.get(c.LABEL_OUTCOME)) for a in would_fire(samples)
-            if a.name == c.ALERT_BAD_OUTCOME_SUCCESS}
+            if a.name == c.ALERT_SILENT_FAILURE}
 
 
 def _queried(traces: Path) -> set[tuple[str | None, str | None]]:
     with open_traces([traces]) as f:
-        return {(r["tool_name"], r["outcome"]) for r in f.run("bad_outcome_successes")}
+        return {(r["tool_name"], r["outcome"]) for r in f.run("silent_failures")}
 
 
 TOOLS = ("alpha", "beta", "gamma")
@@ -114,7 +114,7 @@ def test_the_alert_and_the_query_name_the_same_silent_failures(tmp_path_factory:
 
 @pytest.mark.slow
 def test_the_demo_counters_through_the_shipped_rules(tmp_path: Path) -> None:
-    """Guarded crew: nothing critical. Legacy crew: ToolBadOutcomeSuccess for the wrong-collection repricing."""
+    """Guarded crew: nothing critical. Legacy crew: ToolSilentFailure for the wrong-collection repricing."""
     guarded = run_crew(tmp_path / "g", modes=["guarded"])
     assert guarded.registry is not None
     critical = [a for a in would_fire(samples_from_registry(guarded.registry)) if a.severity == c.SEVERITY_CRITICAL]
@@ -123,8 +123,8 @@ def test_the_demo_counters_through_the_shipped_rules(tmp_path: Path) -> None:
     assert legacy.registry is not None
     alerts = would_fire(samples_from_registry(legacy.registry))
     pages = {(a.name, a.tool) for a in alerts if a.severity == c.SEVERITY_CRITICAL}
-    assert (c.ALERT_BAD_OUTCOME_SUCCESS, "legacy_reprice_collection") in pages
-    assert {a.tool for a in alerts if a.name == c.ALERT_BAD_OUTCOME_SUCCESS} == {"legacy_reprice_collection"}
+    assert (c.ALERT_SILENT_FAILURE, "legacy_reprice_collection") in pages
+    assert {a.tool for a in alerts if a.name == c.ALERT_SILENT_FAILURE} == {"legacy_reprice_collection"}
     with open_traces([legacy.traces_dir]) as f:
-        assert {(r["tool_name"], r["outcome"]) for r in f.run("bad_outcome_successes")} == {
+        assert {(r["tool_name"], r["outcome"]) for r in f.run("silent_failures")} == {
             ("legacy_reprice_collection", c.OUTCOME_POSTCONDITION_FAILED)}

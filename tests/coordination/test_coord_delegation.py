@@ -117,7 +117,7 @@ def test_missing_constraint_is_refused_naming_id_and_hop(ledger: Delegations, te
     assert list(a[c.DELEGATION_CONSTRAINTS_MISSING]) == ["C3"]
     assert a[c.DELEGATION_HOP] == 1 and c.DELEGATION_TASK_ID not in a
     reason = {c.LABEL_TOOL: c.TOOL_DELEGATE, c.LABEL_REASON: c.OUTCOME_CONSTRAINT_MISSING}
-    assert telemetry_capture.sample(c.METRIC_REJECTED_WRITES_TOTAL, reason) == 1.0
+    assert telemetry_capture.sample(c.METRIC_GUARD_REFUSALS_TOTAL, reason) == 1.0
 
 
 def test_altered_text_is_refused_but_whitespace_is_not_alteration(ledger: Delegations) -> None:

@@ -99,7 +99,7 @@ def test_supersession_fans_out_to_exactly_the_three_holders_and_refuses_their_st
     labels = {c.LABEL_TOOL: "send_customer_message"}
     assert telemetry_capture.sample(c.METRIC_STALE_SENDS_TOTAL, labels) == 1.0
     assert telemetry_capture.sample(
-        c.METRIC_REJECTED_WRITES_TOTAL, {**labels, c.LABEL_REASON: c.OUTCOME_STALE_POLICY}
+        c.METRIC_GUARD_REFUSALS_TOTAL, {**labels, c.LABEL_REASON: c.OUTCOME_STALE_POLICY}
     ) == 1.0
     span = attrs(telemetry_capture.spans("send_customer_message")[0])
     assert span[c.TOOL_KIND] == c.KIND_SEND and span[c.GEN_AI_AGENT_ID] == "responder"
@@ -247,5 +247,5 @@ def test_two_corrections_from_one_version_cannot_both_win(objectives: Objectives
     refused = telemetry_capture.spans(c.TOOL_SUPERSEDE_OBJECTIVE)[-1].attributes
     assert refused[c.OBJECTIVE_CURRENT_VERSION] == first["version"] and c.OBJECTIVE_VERSION not in refused
     assert telemetry_capture.sample(
-        c.METRIC_REJECTED_WRITES_TOTAL, {c.LABEL_TOOL: c.TOOL_SUPERSEDE_OBJECTIVE, c.LABEL_REASON: c.OUTCOME_REJECTED_STALE_VERSION}
+        c.METRIC_GUARD_REFUSALS_TOTAL, {c.LABEL_TOOL: c.TOOL_SUPERSEDE_OBJECTIVE, c.LABEL_REASON: c.OUTCOME_REJECTED_STALE_VERSION}
     ) == 1.0

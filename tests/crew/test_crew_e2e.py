@@ -65,12 +65,12 @@ def test_guarded_runs_prevent_every_failure(seeded_runs: dict) -> None:
 
 @pytest.mark.slow
 def test_counters_equal_the_refusals_the_agents_saw(seeded_runs: dict) -> None:
-    """tool_rejected_writes_total by reason equals the refusal envelopes the scripted agents were handed."""
+    """tool_guard_refusals_total by reason equals the refusal envelopes the scripted agents were handed."""
     result, _ = seeded_runs[7]
     seen = Counter(code for i in result.manifest.incidents for code in i.refusals if code in c.REFUSAL_OUTCOMES)
     counted = Counter()
     for (name, labels), value in result.samples.items():
-        if name == c.METRIC_REJECTED_WRITES_TOTAL and value:
+        if name == c.METRIC_GUARD_REFUSALS_TOTAL and value:
             counted[dict(labels)[c.LABEL_REASON]] += int(value)
     assert seen == counted and seen  # and the run did refuse something
     assert result.sample(c.METRIC_STALE_SENDS_TOTAL) == seen[c.OUTCOME_STALE_POLICY] == 1

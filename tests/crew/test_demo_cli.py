@@ -28,7 +28,7 @@ def test_demo_prints_stories_findings_and_alerts(tmp_path: Path, capsys: pytest.
     assert main(["demo", "--out", str(tmp_path / "out")]) == 0
     text = capsys.readouterr().out
     for needle in ("1. split brain", "guarded: stopped at call time", 'legacy: went through "green"',
-                   "told builder-b", "precision 1.00, recall 1.00", "ToolBadOutcomeSuccess", "next: outcome-telemetry forensics report"):
+                   "told builder-b", "precision 1.00, recall 1.00", "ToolSilentFailure", "next: outcome-telemetry forensics report"):
         assert needle in text, needle
     assert (tmp_path / "out" / "manifest.json").exists() and list((tmp_path / "out" / "traces").glob("*.jsonl"))
 

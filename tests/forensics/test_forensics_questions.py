@@ -90,9 +90,9 @@ def test_waivers_by_hop_lists_each_waiver_with_its_reason(traces: Forensics) -> 
     assert len(rows) == 1
 
 
-def test_bad_outcome_successes_lists_silent_failures_only(traces: Forensics) -> None:
-    """bad_outcome_successes: only spans marked tool.silent_failure; refusals and told failures excluded."""
-    rows = traces.run("bad_outcome_successes")
+def test_silent_failures_lists_silent_failures_only(traces: Forensics) -> None:
+    """silent_failures: only spans marked tool.silent_failure; refusals and told failures excluded."""
+    rows = traces.run("silent_failures")
     assert project(rows, "tool_name", "outcome", "spans") == {
         ("reprice", c.OUTCOME_POSTCONDITION_FAILED, 2),
         ("update_price", c.OUTCOME_READBACK_MISMATCH, 1),
@@ -201,7 +201,7 @@ def test_report_counts_every_question_and_points_to_the_detail_command(traces: F
     report = traces.report()
     counts = {s.question.name: s.count for s in report.sections}
     assert list(counts) == list(QUESTION_NAMES)
-    assert counts == {"bad_outcome_successes": 2, "divergent_reads": 3, "lost_updates": 4,
+    assert counts == {"silent_failures": 2, "divergent_reads": 3, "lost_updates": 4,
                       "constraint_loss_by_hop": 3, "waivers_by_hop": 1, "readback_mismatches": 1,
                       "unpersisted_writes": 1, "stale_sends": 2, "stale_holders": 2, "idempotency_conflicts": 4,
                       "plan_violations": 4, "contention": 3, "guard_refusals": 12}
@@ -223,12 +223,12 @@ def test_text_report_leads_with_critical_fits_100_columns_and_says_what_to_do(tr
     headings = [line for line in lines if line in ("CRITICAL", "WARNING", "RECORD")]
     assert headings == ["CRITICAL", "WARNING", "RECORD"]
     order = [line.split(":")[0][3:] for line in lines if line.startswith("== ")]
-    assert order[0] == "bad_outcome_successes" and order[-2:] == ["waivers_by_hop", "guard_refusals"]
+    assert order[0] == "silent_failures" and order[-2:] == ["waivers_by_hop", "guard_refusals"]
     for name in order:
         block = text.split(f"== {name}:")[1].split("\n== ")[0]
         assert "   next: " in block
         assert f"rows: outcome-telemetry forensics {name} " in block
-    assert "2 finding(s)" in text.split("== bad_outcome_successes:")[1].splitlines()[0]
+    assert "2 finding(s)" in text.split("== silent_failures:")[1].splitlines()[0]
     assert "12 record(s)" in text.split("== guard_refusals:")[1].splitlines()[0]
 
 

@@ -132,7 +132,7 @@ def test_readback_not_run_for_refusals_or_reads(telemetry_capture: Capture) -> N
     assert runs == []
     assert telemetry_capture.span("write").attributes[c.TOOL_READBACK] == "skipped"
     assert telemetry_capture.span("read").attributes[c.TOOL_READBACK] == "not_applicable"
-    assert telemetry_capture.sample(c.METRIC_REJECTED_WRITES_TOTAL, {"tool": "write", "reason": "rejected_stale_version"}) == 1
+    assert telemetry_capture.sample(c.METRIC_GUARD_REFUSALS_TOTAL, {"tool": "write", "reason": "rejected_stale_version"}) == 1
 
 
 def test_outcome_callable_overrides(telemetry_capture: Capture) -> None:
@@ -244,7 +244,7 @@ def test_counters_for_waivers_replays_and_stale_sends(telemetry_capture: Capture
     assert telemetry_capture.sample(c.METRIC_IDEMPOTENT_REPLAYS_TOTAL, {"tool": "charge"}) == 1
     assert telemetry_capture.span("charge").attributes[c.TOOL_DEDUPLICATED] is True
     assert telemetry_capture.sample(c.METRIC_STALE_SENDS_TOTAL, {"tool": "send"}) == 1
-    assert telemetry_capture.sample(c.METRIC_REJECTED_WRITES_TOTAL, {"tool": "send", "reason": "stale_policy"}) == 1
+    assert telemetry_capture.sample(c.METRIC_GUARD_REFUSALS_TOTAL, {"tool": "send", "reason": "stale_policy"}) == 1
 
 
 def test_recorded_arguments_are_opt_in_redacted_and_capped(telemetry_capture: Capture) -> None:

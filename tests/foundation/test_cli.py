@@ -57,7 +57,7 @@ def test_quickstart_next_step_runs_and_finds_both_bad_calls(tmp_path: Path, caps
     command = capsys.readouterr().out.splitlines()[-1].removeprefix("next: outcome-telemetry ").split()
     assert main(command) == 0
     report = capsys.readouterr().out
-    silent = report.split("== bad_outcome_successes: 2 finding(s)")[1].split("\n== ")[0]
+    silent = report.split("== silent_failures: 2 finding(s)")[1].split("\n== ")[0]
     for tool, outcome in (("save_note_lossy", "readback_mismatch"), ("reprice", "postcondition_failed")):
         assert re.search(rf"tool_name +{tool}\n +outcome +{outcome}\n", silent), silent
 

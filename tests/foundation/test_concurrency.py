@@ -49,7 +49,7 @@ def test_eight_threads_thousand_calls_each(tmp_path: Path) -> None:
     base = {"tool": "write", "transport": "ok", "readback": "skipped"}
     assert registry.get_sample_value(c.METRIC_TOOL_CALLS_TOTAL, {**base, "outcome": "ok"}) == 6000
     assert registry.get_sample_value(c.METRIC_TOOL_CALLS_TOTAL, {**base, "outcome": "rejected_stale_version"}) == 2000
-    assert registry.get_sample_value(c.METRIC_REJECTED_WRITES_TOTAL, {"tool": "write", "reason": "rejected_stale_version"}) == 2000
+    assert registry.get_sample_value(c.METRIC_GUARD_REFUSALS_TOTAL, {"tool": "write", "reason": "rejected_stale_version"}) == 2000
     assert registry.get_sample_value(c.METRIC_TOOL_CALL_DURATION + "_count", {"tool": "write"}) == 8000
     ids = spans_in(tmp_path)
     assert len(ids) == 8000 and len(set(ids)) == 8000

@@ -49,7 +49,7 @@ def hammer(db: str, threads: int, increments: int, out_path: str, start: Any) ->
         for w in workers:
             w.join()
         counted = cap.sample(
-            c.METRIC_REJECTED_WRITES_TOTAL,
+            c.METRIC_GUARD_REFUSALS_TOTAL,
             {c.LABEL_TOOL: "write_state", c.LABEL_REASON: c.OUTCOME_REJECTED_STALE_VERSION},
         )
         seen["counted_rejections"] = int(counted or 0)
@@ -82,7 +82,7 @@ def replay_charge(db: str, key: str, runs_path: str, out_path: str, start: Any) 
             time.sleep(result["retry_after_seconds"])
         replays = cap.sample(c.METRIC_IDEMPOTENT_REPLAYS_TOTAL, {c.LABEL_TOOL: "charge_card"})
         in_progress = cap.sample(
-            c.METRIC_REJECTED_WRITES_TOTAL, {c.LABEL_TOOL: "charge_card", c.LABEL_REASON: c.OUTCOME_IN_PROGRESS}
+            c.METRIC_GUARD_REFUSALS_TOTAL, {c.LABEL_TOOL: "charge_card", c.LABEL_REASON: c.OUTCOME_IN_PROGRESS}
         )
     with open(out_path, "w", encoding="utf-8") as out:
         json.dump({"answers": answers, "replays": replays or 0, "in_progress_counted": in_progress or 0}, out)

@@ -88,7 +88,7 @@ def test_same_key_other_payload_is_duplicate_request(keys: IdempotencyKeys, tele
     assert refused["original_id"] == original and original in refused["message"]
     assert "use a new key" in refused["message"]
     labels = {c.LABEL_TOOL: "issue_refund", c.LABEL_REASON: c.OUTCOME_DUPLICATE_REQUEST}
-    assert telemetry_capture.sample(c.METRIC_REJECTED_WRITES_TOTAL, labels) == 1
+    assert telemetry_capture.sample(c.METRIC_GUARD_REFUSALS_TOTAL, labels) == 1
 
 
 def test_keys_are_scoped_per_tool(keys: IdempotencyKeys) -> None:
@@ -138,7 +138,7 @@ def test_claim_held_by_a_running_call_answers_in_progress(keys: IdempotencyKeys,
     assert inner["error"] == c.OUTCOME_IN_PROGRESS and inner["retry"] is True
     assert inner["retry_after_seconds"] == 0.5 and "still running" in inner["message"]
     labels = {c.LABEL_TOOL: "slow_send", c.LABEL_REASON: c.OUTCOME_IN_PROGRESS}
-    assert telemetry_capture.sample(c.METRIC_REJECTED_WRITES_TOTAL, labels) == 1
+    assert telemetry_capture.sample(c.METRIC_GUARD_REFUSALS_TOTAL, labels) == 1
     assert slow_send("hi", idempotency_key="k")["deduplicated"] is True
 
 

@@ -125,7 +125,7 @@ def test_expired_plan_is_refused(shop: Shop, telemetry_capture: Capture) -> None
     assert "expired" in refused["message"] and "new plan" in refused["message"]
     assert shop.prices() == before
     labels = {c.LABEL_TOOL: "commit_plan", c.LABEL_REASON: c.OUTCOME_PLAN_EXPIRED}
-    assert telemetry_capture.sample(c.METRIC_REJECTED_WRITES_TOTAL, labels) == 1
+    assert telemetry_capture.sample(c.METRIC_GUARD_REFUSALS_TOTAL, labels) == 1
 
 
 def test_a_plan_commits_until_its_ttl_runs_out_on_the_planners_clock(shop: Shop) -> None:

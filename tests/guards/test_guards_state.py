@@ -84,7 +84,7 @@ def test_stale_write_is_refused_with_current_value_and_counted(state: StateStore
     assert c.STATE_VERSION_WRITTEN not in span
     assert span[c.GEN_AI_AGENT_ID] == "b"
     labels = {c.LABEL_TOOL: "write_state", c.LABEL_REASON: c.OUTCOME_REJECTED_STALE_VERSION}
-    assert telemetry_capture.sample(c.METRIC_REJECTED_WRITES_TOTAL, labels) == 1
+    assert telemetry_capture.sample(c.METRIC_GUARD_REFUSALS_TOTAL, labels) == 1
 
 
 def test_create_over_an_existing_key_is_refused(state: StateStore) -> None:

@@ -64,6 +64,6 @@ def assert_stale_write_story(path: Path, run_id: str) -> None:
     refused = found["guard_refusals"]
     assert [(r["tool_name"], r["reason"], r["run_id"], r["recovered"]) for r in refused] == [
         ("write_state", c.OUTCOME_REJECTED_STALE_VERSION, run_id, True)], refused
-    assert found["bad_outcome_successes"] == [], "a refusal the agent was told about is not a silent failure"
+    assert found["silent_failures"] == [], "a refusal the agent was told about is not a silent failure"
     assert [(r["state_key"], r["rejected"]) for r in found["contention"]] == [(KEY, 1)]
     assert found["lost_updates"] == []

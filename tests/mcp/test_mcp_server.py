@@ -94,7 +94,7 @@ async def test_stale_write_envelope_is_transport_ok_outcome_code(telemetry_captu
     assert second.attributes[c.STATE_VERSION_CURRENT] == "v1'"
     assert second.status.status_code is StatusCode.ERROR
     assert telemetry_capture.sample(
-        c.METRIC_REJECTED_WRITES_TOTAL, {c.LABEL_TOOL: "set_plan", c.LABEL_REASON: c.OUTCOME_REJECTED_STALE_VERSION}
+        c.METRIC_GUARD_REFUSALS_TOTAL, {c.LABEL_TOOL: "set_plan", c.LABEL_REASON: c.OUTCOME_REJECTED_STALE_VERSION}
     ) == 1.0
 
 

@@ -35,7 +35,7 @@ class Watched:
 
 
 WATCHED: dict[str, Watched] = {
-    "bad_outcome_successes": Watched(("tool_name", "outcome")),
+    "silent_failures": Watched(("tool_name", "outcome")),
     "lost_updates": Watched(("kind", "run_id", "state_key", "trace_id", "span_id")),
     "constraint_loss_by_hop": Watched(("finding", "run_id", "root_task_id", "constraint_id", "dropped_task_id",
                                        "parent_task_id")),

@@ -1,4 +1,4 @@
--- bad_outcome_successes: silent failures, the calls that told their caller success while the outcome was not ok, by tool and outcome (exactly what ToolBadOutcomeSuccess pages on).
+-- silent_failures: silent failures, the calls that told their caller success while the outcome was not ok, by tool and outcome (exactly what ToolSilentFailure pages on).
 --
 -- One predicate, decided once by the decorator and recorded on the span: tool.silent_failure is
 -- true when the result did not itself report failure (transport ok, the result classified ok)
