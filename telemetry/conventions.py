@@ -339,6 +339,10 @@ INT64_MIN: Final = -(2**63)
 INT64_MAX: Final = 2**63 - 1
 """OTLP carries integers as int64: an int outside this range is recorded (and encoded) as text."""
 
+MAX_RECORDED_RESULT_CHARS: Final = 1_000_000
+"""A recorded result (another tracer's output attribute) longer than this is counted and skipped,
+never parsed: a 10 MB output must cost a count, not the report."""
+
 OTLP_SPANS_PER_LINE: Final = 64
 """The file exporter writes at most this many spans per JSON line: short lines let a reader stream
 the file without holding a large batch in memory, and a crash loses at most the line being written."""
@@ -519,6 +523,10 @@ SPAN_FORMATS: Final = (FORMAT_OURS, FORMAT_GENAI, FORMAT_OPENINFERENCE, FORMAT_T
 
 GEN_AI_TOOL_CALL_ARGUMENTS: Final = "gen_ai.tool.call.arguments"
 GEN_AI_TOOL_CALL_RESULT: Final = "gen_ai.tool.call.result"
+GEN_AI_AGENT_NAME: Final = "gen_ai.agent.name"
+PYDANTIC_AI_TOOL_ARGUMENTS: Final = "tool_arguments"
+PYDANTIC_AI_TOOL_RESPONSE: Final = "tool_response"
+"""What pydantic-ai's instrumentation wrote before it used ``gen_ai.tool.call.arguments``/``.result``."""
 GEN_AI_TOOL_STATUS: Final = "gen_ai.tool.status"
 """Strands' own tool status (``success`` | ``error``)."""
 OPENINFERENCE_SPAN_KIND: Final = "openinference.span.kind"

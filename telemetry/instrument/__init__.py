@@ -10,7 +10,7 @@ of guards or forensics.
 """
 
 from .call import NO_CALL, Call, Readback, current_call
-from ._shapes import ShapeClassifier, register_result_shape
+from ..envelopes import ShapeClassifier, register_result_shape
 from .classify import ResultClass, classify_result
 from .context import AgentContext, agent, current_agent, current_tool_call_id, framework_context, tool_call_id
 from .decorator import SPEC_ATTRIBUTE, instrument_tool, instrument_with

@@ -1,6 +1,6 @@
 """Turn what a tool returned into the triad's transport and outcome.
 
-Pure functions over the result, plus the team's registered shapes (:mod:`._shapes`): the
+Pure functions over the result, plus the team's registered shapes (:func:`telemetry.register_result_shape`): the
 recorder calls the tool's classifier (chosen once, at decoration time, by
 :func:`classifier_for`) once per call that returned, and the user's ``outcome`` callable or
 ``current_call().set_outcome()`` may override the result afterwards.
@@ -11,230 +11,44 @@ error it can read); an ``ok`` here that the read-back, the ``outcome`` callable 
 ``set_outcome`` later turns into a failure is a failure the result did not admit (silent).
 :attr:`ResultClass.reported_failure` names that distinction.
 
-The rules, in order (the first that matches decides):
-
-- a shape registered with :func:`telemetry.register_result_shape` (newest first);
-- an HTTP status (an attribute ``status_code`` or a mapping key ``status_code``, an int in
-  100-599; other values are not HTTP statuses and are ignored) outside 2xx
-  makes transport ``error`` with outcome ``rate_limited`` (429), ``not_found`` (404),
-  ``rejected_stale_version`` (409, 412), ``invalid_argument`` (400, 422) or ``error``;
-- ``{"ok": false, "error": CODE}`` gives outcome CODE (``error`` when CODE is absent);
-- ``{"rejected": true}`` gives ``rejected_stale_version``;
-- an MCP-style ``isError: true`` (mapping key, or the ``is_error``/``isError`` attribute of an
-  SDK ``CallToolResult``) gives ``tool_error``, or the code of an ``{"ok": false, "error": CODE}``
-  structured result;
-- ``{"success": false | 0, ...}`` (key or attribute);
-- ``{"status": "error" | "failed" | "fail", ...}`` (key or attribute);
-- a GraphQL response: a non-empty ``errors`` array;
-- a JSON-RPC response: ``"jsonrpc"`` with an ``error`` object;
-- CrewAI's ``ToolFailure`` (recognised by class, without importing crewai).
-
-For the last five the outcome is the envelope's own code when it is a short snake_case token
-(an upper-case GraphQL ``extensions.code`` is lower-cased), the HTTP mapping above when the code
-is an HTTP status, the JSON-RPC mapping for the reserved JSON-RPC codes, else ``tool_error``.
-Transport stays ``ok``: the call returned, and the caller can read the refusal.
+The rules themselves live in :mod:`telemetry.envelopes`, below both this module and forensics,
+so a recorded result in a trace file meets the same rules a live one does here. This module adds
+what only the per-call path needs: the classifier chosen once per tool at decoration time, a
+registered shape that raises counted as the toolkit's own failure, the ``error.type`` of an
+exception, and the read-back value.
 """
 
 from __future__ import annotations
 
+import functools
 import inspect
-import re
-from collections.abc import Callable, Mapping
-from typing import Any, NamedTuple
+from collections.abc import Callable
+from typing import Any
 
 from .. import conventions as c
+from .. import envelopes
+from ..envelopes import OK, ResultClass
 from ..runtime import containment as _safe
-from . import _shapes
 
-_STATUS_OUTCOMES = {
-    400: c.OUTCOME_INVALID_ARGUMENT,
-    404: c.OUTCOME_NOT_FOUND,
-    409: c.OUTCOME_REJECTED_STALE_VERSION,
-    412: c.OUTCOME_REJECTED_STALE_VERSION,
-    422: c.OUTCOME_INVALID_ARGUMENT,
-    429: c.OUTCOME_RATE_LIMITED,
-}
-# The codes JSON-RPC 2.0 reserves for its own errors; a server's own codes become tool_error.
-_JSONRPC_OUTCOMES = {
-    -32700: c.OUTCOME_INVALID_ARGUMENT,  # parse error
-    -32600: c.OUTCOME_INVALID_ARGUMENT,  # invalid request
-    -32601: c.OUTCOME_NOT_FOUND,  # method not found
-    -32602: c.OUTCOME_INVALID_ARGUMENT,  # invalid params
-}
-_FAILED_STATUSES = frozenset({"error", "failed", "fail"})
-_CODE_KEYS = ("error_code", "code", "error")
-_TOKEN = re.compile(r"[a-z][a-z0-9_]{0,63}|[A-Z][A-Z0-9_]{0,63}")
-_SCALARS = (str, int, float, bytes, list, tuple)
+__all__ = ["OK", "ResultClass", "classifier_for", "classify_registered_only", "classify_result",
+           "error_type_of", "readback_value"]
+
 _SCALAR_ANNOTATIONS = frozenset({str, int, float, bool, bytes, None, type(None), "str", "int", "float", "bool", "bytes", "None"})
 
 
-class ResultClass(NamedTuple):
-    """What a result said about itself: transport, outcome, and the HTTP status it carried."""
-
-    transport: str
-    outcome: str
-    status_code: int | None
-
-    @property
-    def reported_failure(self) -> bool:
-        """True when the result itself said the call failed (the caller was told)."""
-        return self.outcome != c.OUTCOME_OK
+def _report(exc: BaseException) -> None:
+    _safe.report(c.STAGE_CLASSIFIER, "a registered result shape", exc)
 
 
-OK = ResultClass(c.TRANSPORT_OK, c.OUTCOME_OK, None)
+_registered = functools.partial(envelopes.registered_result_class, report=_report)
 
-
-def _status_of(status: Any) -> int | None:
-    """``status`` (a result's ``status_code``) as an HTTP status, or None when it is not one."""
-    if isinstance(status, bool) or not isinstance(status, int):
-        return None
-    # Only a value an HTTP response can carry counts (an IntEnum such as HTTPStatus becomes a
-    # plain int); anything else (0, negative, beyond int64) is some other "status code".
-    return int(status) if 100 <= status <= 599 else None
-
-
-def _code_of(value: Any) -> str | None:
-    """An envelope's own code as an outcome: a snake_case token, or an HTTP status mapped."""
-    if isinstance(value, str):
-        return value.lower() if _TOKEN.fullmatch(value) else None
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        return _STATUS_OUTCOMES.get(value, c.OUTCOME_ERROR) if 400 <= value <= 599 else None
-    if isinstance(value, Mapping):
-        return _code_of(value.get("code"))
-    return None
-
-
-def _envelope_code(found: Callable[[str], Any]) -> str:
-    for key in _CODE_KEYS:
-        code = _code_of(found(key))
-        if code is not None:
-            return code
-    return c.OUTCOME_TOOL_ERROR
-
-
-def _failed(success: Any) -> bool:
-    return success is False or (type(success) is int and success == 0)
-
-
-def _failed_status(status: Any) -> bool:
-    return isinstance(status, str) and status.lower() in _FAILED_STATUSES
-
-
-def _graphql_code(errors: Any) -> str:
-    first = errors[0]
-    if isinstance(first, Mapping):
-        extensions = first.get("extensions")
-        code = _code_of(extensions.get("code")) if isinstance(extensions, Mapping) else None
-        return code or _code_of(first.get("code")) or c.OUTCOME_TOOL_ERROR
-    return c.OUTCOME_TOOL_ERROR
-
-
-def _jsonrpc_code(error: Mapping[str, Any]) -> str:
-    code = error.get("code")
-    if type(code) is int and code in _JSONRPC_OUTCOMES:
-        return _JSONRPC_OUTCOMES[code]
-    return (_code_of(code) if isinstance(code, str) else None) or c.OUTCOME_TOOL_ERROR
-
-
-def _structured_outcome(structured: Any) -> str:
-    """An MCP error result's outcome: its structured content's envelope code, else tool_error."""
-    return (_mapping_outcome(structured) if isinstance(structured, Mapping) else None) or c.OUTCOME_TOOL_ERROR
-
-
-def _mapping_outcome(result: Mapping[str, Any]) -> str | None:
-    """The outcome a mapping envelope reports, or None when it reports no failure."""
-    get = result.get
-    ok = get(c.ENVELOPE_OK)
-    if ok is False:
-        code = get(c.ENVELOPE_ERROR)
-        return code if isinstance(code, str) and code else c.OUTCOME_ERROR
-    if get(c.ENVELOPE_REJECTED) is True:
-        return c.OUTCOME_REJECTED_STALE_VERSION
-    if get("isError") is True:
-        return _structured_outcome(get("structuredContent"))
-    if _failed(get("success")) or _failed_status(get("status")):
-        return _envelope_code(get)
-    errors = get("errors")
-    if errors and isinstance(errors, (list, tuple)):
-        return _graphql_code(errors)
-    if "jsonrpc" in result:
-        error = get("error")
-        if isinstance(error, Mapping):
-            return _jsonrpc_code(error)
-    return None
-
-
-def _is_error(result: Any) -> bool:
-    # The wire name is isError; the mcp 2.x SDK's CallToolResult spells the attribute is_error.
-    return getattr(result, "is_error", None) is True or getattr(result, "isError", None) is True
-
-
-def _structured(result: Any) -> Any:
-    found = getattr(result, "structured_content", None)
-    return found if found is not None else getattr(result, "structuredContent", None)
-
-
-def _is_tool_failure(result: Any) -> bool:
-    cls = type(result)
-    return cls.__name__ == "ToolFailure" and cls.__module__.startswith("crewai.")
-
-
-def _object_outcome(result: Any) -> str | None:
-    """The outcome an object (not a mapping) reports, or None when it reports no failure."""
-    if _is_error(result):
-        return _structured_outcome(_structured(result))
-    if _is_tool_failure(result):
-        return _code_of(getattr(result, "code", None)) or c.OUTCOME_TOOL_ERROR
-    if _failed(getattr(result, "success", None)) or _failed_status(getattr(result, "status", None)):
-        return _envelope_code(lambda key: getattr(result, key, None))
-    return None
-
-
-def _builtin(result: Any) -> ResultClass:
-    if result is None or isinstance(result, _SCALARS):
-        return OK
-    # `type(...) is dict` first: the common result, and cheaper than the ABC check.
-    is_mapping = type(result) is dict or isinstance(result, Mapping)
-    status = _status_of(result.get("status_code") if is_mapping else getattr(result, "status_code", None))
-    if status is not None and not 200 <= status < 300:
-        return ResultClass(c.TRANSPORT_ERROR, _STATUS_OUTCOMES.get(status, c.OUTCOME_ERROR), status)
-    outcome = _mapping_outcome(result) if is_mapping else _object_outcome(result)
-    if outcome is not None:
-        return ResultClass(c.TRANSPORT_OK, outcome, status)
-    return OK if status is None else ResultClass(c.TRANSPORT_OK, c.OUTCOME_OK, status)
-
-
-def _registered(result: Any) -> ResultClass | None:
-    """The verdict of the newest registered shape that matches, or None (none matched)."""
-    try:
-        found = _shapes.match(result)
-    except Exception as exc:  # a team's predicate or classifier raised: fall back to the built-ins
-        _safe.report(c.STAGE_CLASSIFIER, "a registered result shape", exc)
-        return None
-    if found is None:
-        return None
-    _, code = found
-    return OK if code is None or code == c.OUTCOME_OK else ResultClass(c.TRANSPORT_OK, code, None)
-
-
-def classify_result(result: Any) -> ResultClass:
-    """Classify a returned value: registered shapes first, then the built-in rules."""
-    if _shapes.registered:
-        found = _registered(result)
-        if found is not None:
-            return found
-    return _builtin(result)
+classify_result: Callable[[Any], ResultClass] = functools.partial(envelopes.result_class, report=_report)
+"""Classify a returned value: registered shapes first, then the built-in rules."""
 
 
 def classify_registered_only(result: Any) -> ResultClass:
     """For a tool whose return annotation is a plain scalar: only registered shapes can apply."""
-    if _shapes.registered:
-        found = _registered(result)
-        if found is not None:
-            return found
-    return OK
+    return _registered(result) or OK
 
 
 def classifier_for(return_annotation: Any) -> Callable[[Any], ResultClass]:

@@ -175,9 +175,15 @@ FORBIDDEN = [
     ("telemetry.forensics", "telemetry.guards", "forensics reads exported files, never the guards' tables"),
     ("telemetry.guards", "telemetry.forensics", "a guard refuses at call time; it does not query traces"),
     ("telemetry.conventions", "telemetry", "conventions.py is the leaf every other module reads"),
+    ("telemetry.envelopes", "telemetry.instrument", "envelope rules serve the decorator and forensics from below both"),
+    ("telemetry.envelopes", "telemetry.runtime", "envelope rules serve the decorator and forensics from below both"),
+    ("telemetry.envelopes", "telemetry.forensics", "envelope rules serve the decorator and forensics from below both"),
+    ("telemetry.span_formats", "telemetry.instrument", "the peer formats are read by forensics and the live processor alike"),
+    ("telemetry.span_formats", "telemetry.forensics", "the peer formats are read by forensics and the live processor alike"),
     ("telemetry.exceptions", "telemetry", "exceptions.py is a leaf: anything may raise its errors"),
 ]
 LIBRARY_AREAS = [
+    "telemetry.envelopes",
     "telemetry.instrument",
     "telemetry.runtime",
     "telemetry.guards",

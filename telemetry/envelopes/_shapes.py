@@ -13,6 +13,8 @@ from typing import Any
 
 from ..exceptions import ConfigurationError
 
+__all__ = ["ShapeClassifier", "match", "register_result_shape", "registered"]
+
 ShapeClassifier = Callable[[Any], "str | None"]
 """``classify(result)`` returns None when the result reports success, else an outcome code."""
 

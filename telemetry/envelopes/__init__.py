@@ -1,0 +1,43 @@
+"""Envelope recognition: what a tool's result says about itself, live or recorded.
+
+One set of rules serves the decorator (a live return value) and the readers of traces
+(forensics over recorded results, ``observe_tool_spans`` on spans other instrumentations end), so
+``{"success": false, "error": "quota_exceeded"}`` is the same failure wherever it is met. It
+sits below both: it imports only :mod:`telemetry.conventions` and :mod:`telemetry.exceptions`.
+
+- :func:`result_class` judges a value: the team's shapes (:func:`register_result_shape`) first,
+  then the built-in rules (docs/envelopes.md lists them).
+- :func:`read_recorded` judges the text a tracer recorded for a result, unwrapping the frameworks'
+  message wrappers first.
+"""
+
+from ._classify import Report, registered_result_class, result_class
+from ._rules import OK, ResultClass, builtin_result_class
+from ._shapes import ShapeClassifier, register_result_shape
+from .recorded import (
+    RECORDED_ABSENT,
+    RECORDED_JUDGED,
+    RECORDED_TEXT,
+    RECORDED_TOO_LARGE,
+    Recorded,
+    read_recorded,
+    unwrap_recorded,
+)
+
+__all__ = [
+    "OK",
+    "RECORDED_ABSENT",
+    "RECORDED_JUDGED",
+    "RECORDED_TEXT",
+    "RECORDED_TOO_LARGE",
+    "Recorded",
+    "Report",
+    "ResultClass",
+    "ShapeClassifier",
+    "builtin_result_class",
+    "read_recorded",
+    "register_result_shape",
+    "registered_result_class",
+    "result_class",
+    "unwrap_recorded",
+]
