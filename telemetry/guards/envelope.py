@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 from .. import conventions as c
 from .store import StoreBusy
 
-__all__ = ["BUSY_RETRY_AFTER_SECONDS", "busy_refusal", "refusal", "refuse_when_busy", "success"]
+__all__ = ["busy_refusal", "refusal", "refuse_when_busy", "success"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
