@@ -110,6 +110,7 @@ def build_server(db_path: str | Path, outbox: list[dict[str, Any]] | None = None
     state, delegations, objectives = StateStore(store), Delegations(store), Objectives(store)
     sent = outbox if outbox is not None else []
 
+    @telemetry.instrument_tool(kind="send")
     @guarded_send(objectives, policy_task_id=REFUND_POLICY)
     def send_customer_message(ticket_id: str, body: str, policy_version: str, agent_id: str) -> dict[str, Any]:
         """Send a message to a customer (here: append it to the outbox)."""

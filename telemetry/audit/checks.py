@@ -96,8 +96,8 @@ def version_bound(model: m.ToolModel, kind: str, params: list[Param], surface: C
         policy = next((p for p in params if p.name.lower() == infer.POLICY_VERSION), None)
         if policy is None:
             why = "no policy_version: a send drafted against a superseded policy cannot be refused"
-            fix = ("take a required policy_version: str and wrap the tool with telemetry.guards.guarded_send("
-                   "objectives, policy_task_id=...)")
+            fix = ("take a required policy_version: str and stack telemetry.guards.guarded_send("
+                   "objectives, policy_task_id=...) under @instrument_tool(kind=\"send\")")
             return no(m.VERSION_BOUND, "SCH207", model.name, why, fix)
         return _version_param(model, policy, "policy version")
     if "plan_id" in {p.name for p in params if p.required}:

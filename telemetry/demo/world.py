@@ -82,7 +82,8 @@ class World:
         """Tools that are closures over the world (guarded send, idempotent charge, reprice)."""
         outbox, charges, catalog = self.outbox, self.charges, self.catalog
 
-        @guarded_send(self.objectives, policy_task_id=REFUND_POLICY, name="send_customer_message")
+        @instrument_tool(name="send_customer_message", kind=c.KIND_SEND)
+        @guarded_send(self.objectives, policy_task_id=REFUND_POLICY)
         def send_customer_message(ticket_id: str, body: str, policy_version: str, agent_id: str) -> dict[str, Any]:
             """Send a customer message under the refund policy version you hold."""
             outbox.append({"ticket_id": ticket_id, "body": body, "policy_version": policy_version})

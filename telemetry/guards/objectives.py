@@ -9,7 +9,8 @@ say) that was corrected after it read it. This module makes freshness part of th
   registers the reader as a holder of that version, so the correction fan-out builds itself;
 - :meth:`Objectives.supersede_objective` stores a new version and returns the holders of older
   versions: exactly the agents to tell;
-- :func:`guarded_send` wraps a send-style tool that takes ``policy_version``: a send against a
+- :func:`guarded_send` guards a send-style tool that takes ``policy_version`` (stacked under
+  ``@instrument_tool(kind="send")``, as every guard is): a send against a
   superseded version is refused as ``stale_policy`` with the current policy in the envelope
   (counted in ``tool_stale_sends_total``), so the agent re-reads, redrafts and retries.
 
@@ -35,7 +36,7 @@ from typing import Any, ParamSpec, TypeVar, cast
 
 from .. import conventions as c
 from ..exceptions import ConfigurationError
-from ..instrument import SPEC_ATTRIBUTE, Call, OutcomeFn, ReadbackFn, current_agent, current_call, instrument_tool
+from ..instrument import NO_CALL, SPEC_ATTRIBUTE, Call, current_agent, current_call, instrument_tool
 from . import validation
 from .envelope import busy_refusal, refusal, refuse_when_busy, success
 from .store import Store, StoreBusy, require_store
@@ -373,24 +374,23 @@ def guarded_send(
     objectives: Objectives,
     *,
     policy_task_id: str,
-    name: str | None = None,
     agent_parameter: str = "agent_id",
-    readback: ReadbackFn | None = None,
-    outcome: OutcomeFn | None = None,
-    outcomes: Iterable[str] = (),
-    record_arguments: Iterable[str] = (),
 ) -> Callable[[Callable[P, R]], Callable[P, R | dict[str, Any]]]:
-    """Make a send tool refuse a superseded policy, and instrument it (``kind="send"``).
+    """Make a send tool refuse a superseded policy. Stack it under ``@instrument_tool(kind="send")``.
 
-    The tool must take a required ``policy_version`` parameter. Before its body runs,
-    :meth:`Objectives.admit_send` checks that version against ``policy_task_id``'s current one;
-    a refusal envelope is returned instead of calling the body. The calling agent is the
-    ``agent_parameter`` argument when the tool has one, else the :func:`telemetry.agent` block.
-    The other options are :func:`telemetry.instrument_tool`'s. Use it instead of
-    ``@instrument_tool``, not with it::
+    Every guard composes the same way: the guard sits closest to ``def`` and the decorator above
+    it records the call, so the refusal is on the tool's span and counted
+    (``tool_stale_sends_total``). The tool must take a required ``policy_version`` parameter.
+    Before its body runs, :meth:`Objectives.admit_send` checks that version against
+    ``policy_task_id``'s current one; a refusal envelope is returned instead of calling the body.
+    The calling agent is the ``agent_parameter`` argument when the tool has one, else the
+    :func:`telemetry.agent` block::
 
+        @instrument_tool(kind="send")
         @guarded_send(objectives, policy_task_id="refund-policy")
         def send_customer_message(ticket_id: str, body: str, policy_version: str) -> dict: ...
+
+    Without ``@instrument_tool`` above it the guard still refuses, but nothing is recorded.
     """
     if not isinstance(objectives, Objectives):
         raise ConfigurationError(f"guarded_send needs an Objectives instance, got {objectives!r}")
@@ -401,7 +401,8 @@ def guarded_send(
         label = getattr(func, "__name__", repr(func))
         if hasattr(func, SPEC_ATTRIBUTE):
             raise ConfigurationError(
-                f"{label!r} is already instrumented; remove @instrument_tool and pass its options to guarded_send"
+                f"{label!r} is already instrumented: put @guarded_send below @instrument_tool(kind=\"send\") "
+                f"(closest to def) so a refused send is recorded on the tool's span"
             )
         if inspect.isgeneratorfunction(func) or inspect.isasyncgenfunction(func):
             raise ConfigurationError(f"guarded_send wraps functions and coroutines, not generators ({label!r})")
@@ -412,21 +413,23 @@ def guarded_send(
                 f"{label}{signature} must take a required {POLICY_VERSION_PARAMETER!r} parameter (no default): "
                 f"a default version would reintroduce the stale send this guard refuses"
             )
-        tool = name or label
         has_agent = agent_parameter in signature.parameters
 
         def admit(args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any] | None:
             bound = signature.bind(*args, **kwargs)  # a call that does not bind raises as the plain tool would
+            call = current_call()
             agent_id = bound.arguments.get(agent_parameter) if has_agent else None
             if agent_id is not None:
                 problem = validation.text_problem(agent_parameter, agent_id)
                 if problem is not None:
                     return validation.invalid(problem).envelope
-                current_call().set_attribute(c.GEN_AI_AGENT_ID, agent_id)
+                call.set_attribute(c.GEN_AI_AGENT_ID, agent_id)
             else:
                 ctx = current_agent()
                 agent_id = ctx.agent_id if ctx is not None else None
             version = bound.arguments[POLICY_VERSION_PARAMETER]
+            # The span's tool name when the decorator above named the tool, else the function's.
+            tool = label if call is NO_CALL else call.tool_name
             try:
                 return objectives.admit_send(policy_task_id, version, agent_id=agent_id, tool=tool)
             except StoreBusy as busy:  # not admitted, not sent: the caller retries
@@ -450,10 +453,6 @@ def guarded_send(
                 return verdict if verdict is not None else func(*args, **kwargs)
 
             guarded = guarded_sync
-        instrument = instrument_tool(
-            name=tool, kind=c.KIND_SEND, readback=readback, outcome=outcome, outcomes=outcomes,
-            record_arguments=record_arguments,
-        )
-        return cast("Callable[P, R | dict[str, Any]]", instrument(guarded))
+        return cast("Callable[P, R | dict[str, Any]]", guarded)
 
     return decorate

@@ -12,7 +12,7 @@ import random
 import time
 from typing import Any
 
-from telemetry import agent
+from telemetry import agent, instrument_tool
 from telemetry import conventions as c
 from telemetry.guards import Objectives, guarded_send, open_store
 from telemetry.testing import capture
@@ -58,6 +58,7 @@ def read_and_send(
     rng = random.Random(seed)
     objectives = Objectives(open_store(db))
 
+    @instrument_tool(kind="send")
     @guarded_send(objectives, policy_task_id=POLICY)
     def send_customer_message(ticket_id: str, body: str, policy_version: str) -> dict[str, Any]:
         return {"ok": True, "ticket_id": ticket_id}

@@ -30,6 +30,7 @@ def attrs(span: Any) -> dict[str, Any]:
 
 
 def make_sender(objectives: Objectives, outbox: list[tuple[str, str]]) -> Any:
+    @instrument_tool(kind=c.KIND_SEND)
     @guarded_send(objectives, policy_task_id=POLICY)
     def send_customer_message(ticket_id: str, body: str, policy_version: str) -> dict[str, Any]:
         """Send a customer-facing message drafted against ``policy_version``."""
@@ -136,6 +137,7 @@ def test_an_unknown_version_is_invalid_not_a_stale_send(objectives: Objectives, 
     assert outbox == []
     assert telemetry_capture.sample(c.METRIC_STALE_SENDS_TOTAL, {c.LABEL_TOOL: "send_customer_message"}) == 0.0  # the series exists from the first call, never incremented
 
+    @instrument_tool(kind=c.KIND_SEND)
     @guarded_send(objectives, policy_task_id="unpublished")
     def send_other(ticket_id: str, policy_version: str) -> dict[str, Any]:
         return {"ok": True}
@@ -161,7 +163,7 @@ def test_guarded_send_keeps_the_signature_and_takes_agent_from_a_parameter(
     def notify(ticket_id: str, body: str, policy_version: str, agent_id: str) -> dict[str, Any]:
         return {"ok": True}
 
-    guarded = guarded_send(objectives, policy_task_id=POLICY, name="notify_customer")(notify)
+    guarded = instrument_tool(name="notify_customer", kind=c.KIND_SEND)(guarded_send(objectives, policy_task_id=POLICY)(notify))
     assert inspect.signature(guarded) == inspect.signature(notify) and guarded.__wrapped__ is not None
     version = objectives.publish_objective(POLICY, "Credit up to $20")["version"]
     assert guarded("T-1", "hi", version, agent_id="billing")["ok"]
@@ -174,6 +176,7 @@ async def test_guarded_async_send_is_checked_too(objectives: Objectives, telemet
     """An async send tool is guarded the same way and its span covers the await."""
     calls: list[str] = []
 
+    @instrument_tool(kind=c.KIND_SEND)
     @guarded_send(objectives, policy_task_id=POLICY)
     async def send_async(ticket_id: str, policy_version: str) -> dict[str, Any]:
         await asyncio.sleep(0)
@@ -208,7 +211,7 @@ def test_guarded_send_refuses_tools_it_cannot_guard(objectives: Objectives) -> N
         decorate(defaulted)
     with pytest.raises(ConfigurationError, match="generators"):
         decorate(gen)
-    with pytest.raises(ConfigurationError, match="already instrumented"):
+    with pytest.raises(ConfigurationError, match="below @instrument_tool"):
         decorate(instrumented)
     with pytest.raises(ConfigurationError, match="policy_task_id"):
         guarded_send(objectives, policy_task_id="")
@@ -249,3 +252,19 @@ def test_two_corrections_from_one_version_cannot_both_win(objectives: Objectives
     assert telemetry_capture.sample(
         c.METRIC_GUARD_REFUSALS_TOTAL, {c.LABEL_TOOL: c.TOOL_SUPERSEDE_OBJECTIVE, c.LABEL_REASON: c.OUTCOME_REJECTED_STALE_VERSION}
     ) == 1.0
+
+
+def test_a_guarded_send_without_the_decorator_still_refuses(objectives: Objectives, telemetry_capture: Capture) -> None:
+    """The guard alone refuses a superseded policy; only the decorator above it records the call."""
+    outbox: list[str] = []
+
+    @guarded_send(objectives, policy_task_id=POLICY)
+    def bare_send(ticket_id: str, policy_version: str) -> dict[str, Any]:
+        outbox.append(ticket_id)
+        return {"ok": True}
+
+    old = objectives.publish_objective(POLICY, "Credit up to $20")["version"]
+    objectives.supersede_objective(POLICY, "Credit up to $10", "finance review", old)
+    assert bare_send("T-1", old)["error"] == c.OUTCOME_STALE_POLICY
+    assert outbox == [] and [s.name for s in telemetry_capture.spans() if "bare_send" in s.name] == []
+    assert objectives.sends(POLICY)[0]["tool"] == "bare_send"

@@ -59,6 +59,7 @@ class Crew:
             self.runs += 1
             return {"ok": True, "charged": self.runs}
 
+        @instrument_tool(name="send", kind=c.KIND_SEND)
         @guarded_send(self.objectives, policy_task_id="policy")
         def send(body: Any, policy_version: Any, agent_id: Any = None) -> dict[str, Any]:
             return {"ok": True}
