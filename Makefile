@@ -44,11 +44,15 @@ PYTEST_PLUGINS := -p pytest_asyncio.plugin -p anyio.pytest_plugin -p _hypothesis
 test: $(STAMP)
 	env -u PYTHONDONTWRITEBYTECODE PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 $(PY) -m pytest $(PYTEST_PLUGINS) -n $(PYTEST_WORKERS) --dist worksteal $(PYTEST_ARGS)
 
+# Every benchmark, then their figures into docs/benchmarks.md's generated block (BENCH_ARGS="--quick"
+# to check they run; a quick or partial run writes nothing unless given --docs PATH).
 bench: $(STAMP)
 	$(PY) benchmarks/run.py $(BENCH_ARGS)
 
+# mypy (strict, configured in pyproject.toml) and ruff (its [tool.ruff] tables).
 lint: $(STAMP)
 	$(PY) -m mypy
+	$(VENV)/bin/ruff check telemetry tests benchmarks examples pytest_outcome_telemetry.py
 
 clean:
 	rm -rf $(VENV) $(CREWAI_VENV) build dist .pytest_cache demo-output
