@@ -40,4 +40,19 @@ __all__ = [
     "tool_call_id",
 ]
 
-__version__ = "0.1.0"
+
+def __getattr__(name: str) -> str:
+    """``__version__``: the installed distribution's version, whose one source is pyproject.toml.
+
+    Read from the package metadata when first asked, not at import, and kept.
+    """
+    if name != "__version__":
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        found = version("outcome-telemetry")
+    except PackageNotFoundError:  # a source tree that was never installed
+        found = "0+unknown"
+    globals()["__version__"] = found
+    return found

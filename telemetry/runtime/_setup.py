@@ -54,12 +54,9 @@ __all__ = ["Runtime", "active_runtime", "configure", "is_ours"]
 
 
 def _package_version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
+    from .. import __version__  # read where it is defined: the one source is pyproject.toml
 
-    try:
-        return version("outcome-telemetry")
-    except PackageNotFoundError:  # running from a source tree that was never installed
-        return "0+unknown"
+    return __version__
 
 
 class Runtime:
