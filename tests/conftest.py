@@ -25,8 +25,8 @@ settings.register_profile("outcome-telemetry", deadline=None, suppress_health_ch
 settings.load_profile("outcome-telemetry")
 
 # promtool and the Prometheus server are Go programs that the suite starts dozens of times; Go's
-# default collector (GOGC=100) spends about a fifth of promtool's CPU here. Collecting at 400%
-# growth instead costs about 50 MB more per process and changes nothing they compute.
+# default collector (GOGC=100) spends a good share of promtool's CPU here. Collecting at 400%
+# growth instead costs some memory per process and changes nothing they compute.
 os.environ.setdefault("GOGC", "400")
 
 import pg_server  # noqa: E402

@@ -29,7 +29,7 @@ MAX_AGENTS = 1_000
 MAX_STEPS = 10_000
 MAX_BACKGROUND_STEPS = 100_000
 """Most agent-steps of background traffic (``--agents`` x ``--steps``) in one run: each writes
-about 2.5 KB of traces per mode, so the bound is about 500 MB and a few minutes."""
+a few KB of traces per mode, so the bound keeps the largest run's traces and time modest."""
 MAX_SEED = 2**32 - 1
 
 EPILOG = """\

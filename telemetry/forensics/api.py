@@ -119,8 +119,8 @@ def _open(loader: Callable[[duckdb.DuckDBPyConnection], LoadReport], given: list
     fails (else on :meth:`Forensics.close`).
 
     In memory rather than an on-disk database file: DuckDB compresses and checkpoints what it
-    writes to a database file, which measured 29.4 against 24.1 CPU seconds for loading 1,000,000
-    spans, for the same peak memory (the limit holds either way; the buffer manager spills the
+    writes to a database file, which costs more CPU to load the same spans (docs/forensics.md has
+    the comparison), for the same peak memory (the limit holds either way; the buffer manager spills the
     table's blocks to the folder as they are)."""
     workdir = Path(tempfile.mkdtemp(prefix="outcome-telemetry-forensics-db-"))
     con = duckdb.connect(":memory:")

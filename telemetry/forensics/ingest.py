@@ -110,7 +110,7 @@ def ingest(
             con = duckdb.connect(":memory:")
             try:
                 # Held to the report's memory limit: without it a single large file took memory in
-                # proportion to its size (1.45 GB for a million spans).
+                # proportion to its size.
                 limit_memory(con, Path(spill))
                 report = load_to_parquet(con, [source], tmp, skip_bad_lines=skip_bad_lines, progress=progress,
                                          max_line_bytes=max_line_bytes)

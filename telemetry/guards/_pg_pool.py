@@ -2,8 +2,8 @@
 back handed out first, and nothing running in the background.
 
 Checking a connection out and back in is every guarded write's path, so it is a semaphore, a
-lock and a list: measured once on the benchmark machine (by hand, not a `bench_guards.py` row), psycopg_pool's ``getconn``/``putconn``
-around a one-statement round trip cost about 30 µs, this about 13 µs (its worker and scheduler
+lock and a list: psycopg_pool's ``getconn``/``putconn`` cost more around a one-statement round
+trip than this does (its worker and scheduler
 threads are what a store does not need: connections open on demand, in the caller's thread,
 within ``connect_timeout``). A connection that comes back closed, broken or inside a
 transaction is closed rather than reused; the next checkout opens a fresh one.

@@ -8,9 +8,9 @@ Prometheus scrape can see); a full queue can make the ending thread wait, bounde
 dropping (back-pressure); and an optional filter keeps, say, only tool spans, so an
 application's own spans need not land in the tool files.
 
-The queue holds finished ``ReadableSpan`` objects: about 3.2 KB each for a tool span with a
-dozen attributes (measured with ``tracemalloc``), so the SDK's default 2,048 holds about 6.5 MB,
-and 65,536 about 210 MB. A stalled exporter does not stall tools for long: once a wait for room
+The queue holds finished ``ReadableSpan`` objects, a few KB each for a tool span with a dozen
+attributes (``tracemalloc`` shows how much), so the memory a full queue pins grows with its size:
+the SDK's default is a few MB, a queue many times larger costs as many times more. A stalled exporter does not stall tools for long: once a wait for room
 timed out, later spans are dropped (and counted) at once until the worker makes progress again.
 """
 

@@ -2,8 +2,8 @@
 the runtime's, ``metrics-serve``'s and ``watch``'s).
 
 ``prometheus_client.start_http_server`` runs ``serve_forever`` with socketserver's default poll of
-0.5 s, and ``shutdown()`` waits for the loop to notice: every server of ours took half a second
-to shut down, idle. A connection to the server wakes the loop, which then sees the request to
+0.5 s, and ``shutdown()`` waits for the loop to notice: every server of ours took up to a poll
+interval to shut down, idle. A connection to the server wakes the loop, which then sees the request to
 stop; the connection is accepted and closed without a request, which the handler ends without an
 answer.
 """

@@ -41,7 +41,7 @@ def engine_kept_up(chdb_dir: Path) -> Iterator[None]:
 
     While a connection is open the in-process engine stays up, so each client and each
     ``open_clickhouse`` a test makes connects at no cost; with none open every connect starts the
-    engine again, reloading each table the process has made (about 0.1 CPU s a connect here)."""
+    engine again, reloading each table the process has made, a cost every connect would pay."""
     import chdb
 
     held = chdb.connect(str(chdb_dir))

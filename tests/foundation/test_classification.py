@@ -1,4 +1,4 @@
-"""The README's classification table, row by row, on spans and on the registry."""
+"""The classification table of docs/configuration.md, row by row, on spans and on the registry."""
 
 from __future__ import annotations
 

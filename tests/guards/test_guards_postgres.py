@@ -312,7 +312,7 @@ def test_a_store_opened_while_writes_wait_on_the_lock_neither_deadlocks_nor_fail
 def test_the_pool_is_bounded_and_a_wait_past_connect_timeout_is_rate_limited(pg_url: str) -> None:
     """max_connections bounds a process's sessions however many threads write; when every one
     stays in use past connect_timeout, a write answers rate_limited (retry) and writes nothing."""
-    # 2 s, not less: on a loaded 2-core machine 8 threads sharing 2 sessions waited past 0.3 s,
+    # 2 s, not less: on a loaded machine 8 threads sharing 2 sessions waited past shorter timeouts,
     # so the first half failed at random.
     store = PostgresStore(pg_url, max_connections=2, connect_timeout=2.0)
     state = StateStore(store)
