@@ -5,6 +5,10 @@ lowerCamelCase, trace and span ids as lower-case hex (not protobuf-JSON's base64
 as decimal strings, enums as integers, default values omitted. Writing this directly from
 ``ReadableSpan`` is both simpler and several times faster than building protobuf messages and
 re-encoding them with ``json_format`` (which would also need its base64 ids rewritten).
+
+Every string is made valid Unicode text on the way in: a lone surrogate (which a Python string
+may hold and UTF-8 cannot) becomes U+FFFD, a surrogate pair the character it spells, so
+``json.dumps`` of the result is JSON that every reader, DuckDB included, accepts.
 """
 
 from __future__ import annotations
@@ -24,10 +28,17 @@ _HAS_IS_REMOTE = 0x100
 _IS_REMOTE = 0x200
 
 
+def _valid_text(text: str) -> str:
+    """``text`` with each lone surrogate replaced by U+FFFD (and a surrogate pair joined)."""
+    if text.isascii():
+        return text
+    return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+
+
 def encode_value(value: Any) -> dict[str, Any]:
     """Encode one attribute value as an OTLP ``AnyValue``."""
     if isinstance(value, str):
-        return {"stringValue": value}
+        return {"stringValue": _valid_text(value)}
     if isinstance(value, bool):
         return {"boolValue": value}
     if isinstance(value, int):
@@ -46,14 +57,15 @@ def encode_value(value: Any) -> dict[str, Any]:
         return {"arrayValue": {"values": [encode_value(v) for v in value]}}
     if value is None:
         return {}
-    return {"stringValue": str(value)}
+    return {"stringValue": _valid_text(str(value))}
 
 
 def encode_attributes(attributes: Mapping[str, Any] | None) -> list[dict[str, Any]]:
     """Encode a mapping as a list of OTLP ``KeyValue`` objects."""
     if not attributes:
         return []
-    return [{"key": key, "value": encode_value(value)} for key, value in attributes.items()]
+    return [{"key": _valid_text(key) if isinstance(key, str) else key, "value": encode_value(value)}
+            for key, value in attributes.items()]
 
 
 def _flags(ctx: Any) -> int:
@@ -77,7 +89,7 @@ def _link(link: Any) -> dict[str, Any]:
 
 
 def _event(event: Any) -> dict[str, Any]:
-    out: dict[str, Any] = {"timeUnixNano": str(event.timestamp), "name": event.name}
+    out: dict[str, Any] = {"timeUnixNano": str(event.timestamp), "name": _valid_text(event.name)}
     if event.attributes:
         out["attributes"] = encode_attributes(event.attributes)
     dropped = getattr(event, "dropped_attributes", 0)
@@ -102,7 +114,7 @@ def _span(span: ReadableSpan) -> dict[str, Any]:
         if span.parent.is_remote:
             flags |= _IS_REMOTE
     out["flags"] = flags
-    out["name"] = span.name
+    out["name"] = _valid_text(span.name)
     out["kind"] = span.kind.value + 1  # SDK INTERNAL=0 .. CONSUMER=4; OTLP INTERNAL=1 .. CONSUMER=5
     out["startTimeUnixNano"] = str(span.start_time or 0)
     out["endTimeUnixNano"] = str(span.end_time or 0)
@@ -123,7 +135,7 @@ def _span(span: ReadableSpan) -> dict[str, Any]:
     if span.status.status_code.value:
         status["code"] = span.status.status_code.value  # UNSET=0, OK=1, ERROR=2 in both
     if span.status.description:
-        status["message"] = span.status.description
+        status["message"] = _valid_text(span.status.description)
     if status:
         out["status"] = status
     return out
@@ -145,19 +157,19 @@ def encode_traces_data(spans: Sequence[ReadableSpan]) -> dict[str, Any]:
         for scope, scope_members in scopes.values():
             entry: dict[str, Any] = {}
             if scope is not None:
-                encoded_scope: dict[str, Any] = {"name": scope.name}
+                encoded_scope: dict[str, Any] = {"name": _valid_text(scope.name)}
                 if scope.version:
-                    encoded_scope["version"] = scope.version
+                    encoded_scope["version"] = _valid_text(scope.version)
                 if scope.attributes:
                     encoded_scope["attributes"] = encode_attributes(scope.attributes)
                 entry["scope"] = encoded_scope
                 if scope.schema_url:
-                    entry["schemaUrl"] = scope.schema_url
+                    entry["schemaUrl"] = _valid_text(scope.schema_url)
             entry["spans"] = [_span(s) for s in scope_members]
             scope_spans.append(entry)
         rs: dict[str, Any] = {"resource": {"attributes": encode_attributes(resource.attributes)}}
         if resource.schema_url:
-            rs["schemaUrl"] = resource.schema_url
+            rs["schemaUrl"] = _valid_text(resource.schema_url)
         rs["scopeSpans"] = scope_spans
         resource_spans.append(rs)
     return {"resourceSpans": resource_spans}

@@ -9,9 +9,15 @@ scope) are encoded once and reused from bounded caches. The text parses to exact
 
 Reading a span's attributes, events and links through the SDK's public properties copies each
 (a ``MappingProxyType`` whose items are fetched one Python call at a time, a tuple of events, a
-tuple of links), which is a third of the cost. When a probe at import finds the SDK's private
-fields as expected (:data:`FAST_PATH`), they are read directly; otherwise the public properties
-are. A test fails loudly if a release renames them, so the fast path cannot vanish unnoticed.
+tuple of links), which is a third of the cost. When a probe finds the SDK's private fields as
+expected (:data:`FAST_PATH`), they are read directly; otherwise the public properties are. The
+probe runs once, at the first encoding (importing the module builds nothing); a test fails
+loudly if a release renames the fields, so the fast path cannot vanish unnoticed.
+
+What is written is always valid UTF-8 JSON that DuckDB reads: strings are escaped to ASCII, and a
+lone surrogate (``"\\ud800"``, which Python strings may hold and a model's tool call can produce,
+but which no UTF-8 text can) becomes U+FFFD, as a strict decoder would make it; a surrogate
+pair stays the character it spells. :mod:`.otlp_json` does the same.
 
 Not thread-safe by itself: the caches tolerate concurrent use (a race costs a recomputation,
 never a wrong fragment), but one exporter calls :func:`encode_line` from one thread at a time.
@@ -22,10 +28,11 @@ from __future__ import annotations
 import base64
 import json
 import math
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.trace import SpanKind, StatusCode
 
 from .. import conventions as c
@@ -50,7 +57,10 @@ def _probe() -> bool:
     """True when an SDK span keeps its attributes in ``_attributes._dict`` (events' too) and its
     events and links in ``_events`` and ``_links``."""
     try:
-        span = TracerProvider().get_tracer("probe").start_span("probe", attributes={"k": "v"})
+        from opentelemetry.sdk.trace import TracerProvider
+
+        provider = TracerProvider(shutdown_on_exit=False)  # no atexit hook for a probe
+        span = provider.get_tracer("probe").start_span("probe", attributes={"k": "v"})
         span.add_event("e", {"a": 1})
         span.end()
         return (
@@ -64,8 +74,43 @@ def _probe() -> bool:
         return False
 
 
-FAST_PATH = _probe()
-"""Whether spans are read through the SDK's private fields (see the module docstring)."""
+_fast: bool | None = None
+"""The probe's answer, once it ran (see :func:`_fast_path`)."""
+
+
+def _fast_path() -> bool:
+    global _fast
+    if _fast is None:
+        _fast = _probe()
+    return _fast
+
+
+def __getattr__(name: str) -> Any:
+    if name == "FAST_PATH":  # decided at first use, not at import
+        return _fast_path()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+FAST_PATH: bool
+"""Whether spans are read through the SDK's private fields (see the module docstring); reading
+it runs the probe if no span was encoded yet."""
+
+_ESCAPES = re.compile(r"\\u(?:d[89ab][0-9a-f]{2}\\ud[c-f][0-9a-f]{2}|(?P<lone>d[89a-f][0-9a-f]{2}))|\\.")
+"""Every escape in ASCII JSON text, from the left: a surrogate pair (kept), a lone high or low
+surrogate (``lone``, replaced), any other escape (kept). Consuming every escape whole keeps an
+escaped backslash followed by ``ud800`` the text it is."""
+
+
+def _replace_lone(match: re.Match[str]) -> str:
+    return "\\ufffd" if match.group("lone") is not None else match.group(0)
+
+
+def _valid_text(line: str) -> str:
+    """``line`` (ASCII JSON from the json module's escaper) with each lone surrogate escape made
+    ``\\ufffd``; the line itself, at the cost of one search, when it holds no surrogate escape."""
+    if "\\ud" not in line:
+        return line
+    return _ESCAPES.sub(_replace_lone, line)
 
 
 def _key(key: Any) -> str:
@@ -122,7 +167,7 @@ def encode_attributes(attributes: Mapping[str, Any] | None) -> str:
     """A mapping as the text of an OTLP ``KeyValue`` list, without the brackets."""
     if not attributes:
         return ""
-    if FAST_PATH and type(attributes) is not dict:  # an SDK BoundedAttributes: read its dict, not its slow items()
+    if type(attributes) is not dict and (_fast if _fast is not None else _fast_path()):  # an SDK BoundedAttributes: read its dict, not its slow items()
         inner = getattr(attributes, "_dict", None)
         if type(inner) is dict:
             attributes = inner
@@ -223,7 +268,7 @@ def encode_span(span: ReadableSpan) -> str:
         f',"flags":{flags},"name":{_esc(span.name)},"kind":{_KIND[span.kind]},'
         f'"startTimeUnixNano":"{span.start_time or 0}","endTimeUnixNano":"{span.end_time or 0}"'
     )
-    if FAST_PATH:
+    if _fast if _fast is not None else _fast_path():
         attributes: Any = span._attributes  # type: ignore[attr-defined]
         attributes = attributes._dict if attributes is not None else None
         events: Any = span._events  # type: ignore[attr-defined]
@@ -251,7 +296,8 @@ def encode_span(span: ReadableSpan) -> str:
 
 
 def encode_line(spans: Sequence[ReadableSpan]) -> str:
-    """``spans`` as one OTLP JSON ``TracesData`` line (no newline), grouped by resource and scope."""
+    """``spans`` as one OTLP JSON ``TracesData`` line (no newline), grouped by resource and scope;
+    ASCII, with no lone surrogate (see the module docstring)."""
     by_resource: dict[int, tuple[Any, dict[Any, tuple[Any, list[str]]]]] = {}
     last_resource = last_scope = members = None
     for span in spans:
@@ -274,4 +320,4 @@ def encode_line(spans: Sequence[ReadableSpan]) -> str:
             for scope, texts in scopes.values()
         ]
         out.append(_cached_header(resource, _resource_header) + ",".join(blocks) + "]}")
-    return '{"resourceSpans":[' + ",".join(out) + "]}"
+    return _valid_text('{"resourceSpans":[' + ",".join(out) + "]}")

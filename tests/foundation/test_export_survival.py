@@ -1,5 +1,5 @@
-"""What the span files survive: a fork mid-write, a full disk, a folder removed. Each loss that
-cannot be avoided is counted."""
+"""What the span files survive: a fork mid-write, a full disk, hostile strings, a folder removed.
+Each loss that cannot be avoided is counted."""
 
 from __future__ import annotations
 
@@ -175,6 +175,49 @@ def test_a_full_disk_loses_whole_batches_counted_and_never_glues_lines(small_dis
     assert rt.registry.get_sample_value(c.METRIC_SPANS_DROPPED_TOTAL, labels) == 30
     with open_traces([small_disk], skip_bad_lines=False) as traces:
         assert len(traces.spans().fetchall()) == before + 5
+
+
+# --- hostile strings ---------------------------------------------------------------------------
+
+def test_lone_surrogates_are_written_as_replacement_characters_forensics_reads(tmp_path: Path) -> None:
+    """A lone surrogate in an argument and in the agent id (a model's tool call can produce one)
+    is written as U+FFFD: the file loads in DuckDB through forensics, with the value visibly
+    replaced, and a surrogate pair is still the character it spells."""
+    @telemetry.instrument_tool(kind="read", record_arguments=["text"])
+    def lookup(text: str) -> dict[str, bool]:
+        return {"ok": True}
+
+    with telemetry.configure(service_name="hostile", traces_dir=tmp_path):
+        with telemetry.agent("agent-\udc00"):
+            lookup("lone \ud800 high, pair \ud83d\ude00")
+    with open_traces([tmp_path], skip_bad_lines=False) as traces:
+        rows = traces.connection.sql(
+            "SELECT agent_id, attr(attributes, 'tool.argument.text') FROM spans WHERE tool_name = 'lookup'").fetchall()
+    assert rows == [("agent-\ufffd", "lone \ufffd high, pair \U0001f600")]
+
+
+# --- import-time work --------------------------------------------------------------------------
+
+def test_importing_telemetry_builds_no_tracer_provider_and_registers_no_exit_hook() -> None:
+    """`import telemetry` only defines things: the encoder's probe runs at the first export."""
+    probe = textwrap.dedent("""
+        import atexit
+        import opentelemetry.sdk.trace as sdk
+        built = []
+        original = sdk.TracerProvider.__init__
+        def counting(self, *a, **k):
+            built.append(1)
+            original(self, *a, **k)
+        sdk.TracerProvider.__init__ = counting
+        hooks = atexit._ncallbacks()
+        import telemetry
+        from telemetry.runtime import otlp_text
+        print(len(built), atexit._ncallbacks() - hooks, getattr(otlp_text, "_fast", "decided"))
+        print(otlp_text.FAST_PATH, len(built))
+    """)
+    run = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.split() == ["0", "0", "None", "True", "1"]
 
 
 # --- the folder removed ------------------------------------------------------------------------

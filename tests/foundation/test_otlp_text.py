@@ -75,7 +75,7 @@ in a thread pool on every call, which cost each example more than the encoding i
 def test_any_attribute_values_encode_identically(
     attributes: dict[str, Any], event_attributes: dict[str, Any], name: str, message: str
 ) -> None:
-    """Any attribute values the SDK accepts (text with escapes and surrogates, huge ints, NaN, -0.0, arrays) match."""
+    """Any attribute values the SDK accepts (text with escapes, huge ints, NaN, -0.0, arrays) match (lone surrogates: below)."""
     provider = TracerProvider(resource=DETECTED.merge(Resource({"service.name": name or "svc"})))  # = Resource.create(...)
     tracer = provider.get_tracer("scope")
     first = tracer.start_span(name, attributes=attributes)
@@ -153,3 +153,35 @@ def test_the_fragment_cache_stays_bounded() -> None:
         span.end()
         encode_line([span])  # type: ignore[list-item]
     assert len(otlp_text._fragments) <= otlp_text.FRAGMENT_CACHE_SIZE
+
+
+LONE_SURROGATES = st.sampled_from(["\ud800", "\udbff", "\udc00", "\udfff"])
+hostile_text = st.lists(st.one_of(st.characters(), LONE_SURROGATES, st.just("\\")), max_size=12).map("".join)
+"""Text with lone surrogates and backslashes in it (``st.text`` never yields a surrogate)."""
+
+
+def _strings(value: Any) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [s for k, v in value.items() for s in [*_strings(k), *_strings(v)]]
+    if isinstance(value, list):
+        return [s for v in value for s in _strings(v)]
+    return []
+
+
+@settings(max_examples=200, deadline=None)
+@given(key=hostile_text.filter(bool), value=hostile_text)
+def test_lone_surrogates_become_replacement_characters_in_both_encoders(key: str, value: str) -> None:
+    """Lone surrogates anywhere (keys, values, arrays, names, status) are written as U+FFFD by both
+    encoders, surrogate pairs stay their character, and the line is ASCII (valid UTF-8) text."""
+    tracer = TracerProvider().get_tracer("t")
+    span = tracer.start_span(value or "s", attributes={key: value, "list": (value, "x")})
+    span.add_event(value or "e", {key: value})
+    span.set_status(Status(StatusCode.ERROR, value))
+    span.end()
+    data = _same([span])  # type: ignore[list-item]
+    assert encode_line([span]).isascii()  # type: ignore[list-item]
+    assert not [s for s in _strings(data) if any(0xD800 <= ord(ch) <= 0xDFFF for ch in s)]
+    expected = value.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+    assert data["resourceSpans"][0]["scopeSpans"][0]["spans"][0]["status"].get("message", "") == expected
