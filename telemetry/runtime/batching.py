@@ -12,6 +12,15 @@ The queue holds finished ``ReadableSpan`` objects, a few KB each for a tool span
 attributes (``tracemalloc`` shows how much), so the memory a full queue pins grows with its size:
 the SDK's default is a few MB, a queue many times larger costs as many times more. A stalled exporter does not stall tools for long: once a wait for room
 timed out, later spans are dropped (and counted) at once until the worker makes progress again.
+
+What survives what: a fork (the child gets an empty queue, fresh locks and its own worker); an
+exporter that hangs (``force_flush`` and ``shutdown`` give up after their timeout, and what they
+give up on, the batch the exporter still holds included, is counted as ``shutdown_timeout``); an
+interrupt (Ctrl-C) while ``force_flush`` exports from the calling thread (the batch goes back to
+the head of the queue, so the worker or ``shutdown`` sends it; an exporter may then receive it
+twice, which forensics reads as one span) or while ``shutdown`` waits (what is left is counted).
+A batch counted as given up on may still reach an exporter that finishes late: the count is of
+what the processor could no longer vouch for.
 """
 
 from __future__ import annotations
@@ -134,6 +143,10 @@ class CountingBatchProcessor(SpanProcessor):
         self._room = threading.Condition(threading.Lock())
         self._wake = threading.Event()
         self._export_lock = threading.Lock()
+        self._claim = threading.Lock()
+        """Guards ``_in_flight`` and the queue's head between the exporting thread and a giving-up ``shutdown``."""
+        self._in_flight: list[ReadableSpan] | None = None
+        """The batch being exported; ``shutdown`` takes it (and counts it) when it gives up."""
         self._closed = False
         self._abandon = False
         self._stalled = False
@@ -152,6 +165,8 @@ class CountingBatchProcessor(SpanProcessor):
         self._room = threading.Condition(threading.Lock())
         self._wake = threading.Event()
         self._export_lock = threading.Lock()
+        self._claim = threading.Lock()
+        self._in_flight = None
         if not self._closed:
             self._start_worker()
 
@@ -207,18 +222,40 @@ class CountingBatchProcessor(SpanProcessor):
             self._export_all(deadline=None)
 
     def _export_all(self, deadline: float | None) -> bool:
-        """Export until the queue is empty (True) or ``deadline`` passed (False)."""
+        """Export until the queue is empty (True) or ``deadline`` passed (False).
+
+        Another thread exporting (the worker, inside an exporter that hangs) is waited for until
+        ``deadline`` only. An interrupt in this thread puts the batch it held back at the head.
+        """
         queue = self._queue
         size = self.settings.max_export_batch_size
-        with self._export_lock:
+        if deadline is None:
+            self._export_lock.acquire()
+        elif not self._export_lock.acquire(timeout=max(deadline - time.monotonic(), 0.0)):
+            return False
+        batch: list[ReadableSpan] = []
+        try:
             while queue and not self._abandon:
                 if deadline is not None and time.monotonic() > deadline:
                     return False
-                batch = [queue.popleft() for _ in range(min(size, len(queue)))]
+                with self._claim:
+                    if self._abandon:
+                        break
+                    batch = self._in_flight = []
+                    while queue and len(batch) < size:
+                        batch.append(queue.popleft())
                 self._stalled = False
                 with self._room:
                     self._room.notify_all()
                 self._export(batch)
+        except BaseException:  # KeyboardInterrupt or SystemExit in a thread flushing by hand
+            with self._claim:
+                if self._in_flight is batch:
+                    self._in_flight = None
+                    queue.extendleft(reversed(batch))
+            raise
+        finally:
+            self._export_lock.release()
         return True
 
     def _export(self, batch: list[ReadableSpan]) -> None:
@@ -227,8 +264,21 @@ class CountingBatchProcessor(SpanProcessor):
         except Exception as exc:  # the exporter boundary never raises into the application
             _safe.report(c.STAGE_EXPORTER, f"exporting spans to {type(self.exporter).__name__}", exc, self.metrics)
             result = SpanExportResult.FAILURE
-        if result is not SpanExportResult.SUCCESS:
+        with self._claim:
+            given_up = self._in_flight is not batch  # shutdown took it and counted it
+            self._in_flight = None
+        if result is not SpanExportResult.SUCCESS and not given_up:
             self._drop(c.DROP_EXPORT_FAILED, len(batch))
+
+    def _give_up(self) -> None:
+        """Stop exporting: count what is queued and the batch in flight as ``shutdown_timeout``."""
+        with self._claim:
+            self._abandon = True
+            left = len(self._queue) + len(self._in_flight or ())
+            self._queue.clear()
+            self._in_flight = None
+        if left:
+            self._drop(c.DROP_SHUTDOWN_TIMEOUT, left)
 
     # --- lifecycle -------------------------------------------------------------------------
 
@@ -249,7 +299,11 @@ class CountingBatchProcessor(SpanProcessor):
             return False
 
     def shutdown(self, timeout_millis: int | None = None) -> None:
-        """Export what is queued (up to the export timeout), then shut the exporter down; idempotent."""
+        """Export what is queued (up to the export timeout), then shut the exporter down; idempotent.
+
+        What is still queued or being exported when the timeout runs out, or when the wait is
+        interrupted, is counted as ``shutdown_timeout``.
+        """
         if self._closed:
             return
         timeout = (self.settings.export_timeout_millis if timeout_millis is None else timeout_millis) / 1000
@@ -257,20 +311,14 @@ class CountingBatchProcessor(SpanProcessor):
         self._wake.set()
         with self._room:
             self._room.notify_all()
-        self._worker.join(timeout)
+        try:
+            self._worker.join(timeout)
+        except BaseException:  # Ctrl-C while waiting: count what the worker had left, then go
+            self._give_up()
+            raise
         if self._worker.is_alive():
-            self._abandon = True
-            locked = self._export_lock.acquire(timeout=1.0)  # the batch being written may finish
-            try:
-                left = len(self._queue)
-                self._queue.clear()
-            finally:
-                if locked:
-                    self._export_lock.release()
-            if left:
-                self._drop(c.DROP_SHUTDOWN_TIMEOUT, left)
+            self._give_up()
         try:
             self.exporter.shutdown()
         except Exception as exc:
             _safe.report(c.STAGE_EXPORTER, f"shutting {type(self.exporter).__name__} down", exc, self.metrics)
-

@@ -1,5 +1,5 @@
-"""What the span files survive: a fork mid-write, a full disk, hostile strings, a folder removed.
-Each loss that cannot be avoided is counted."""
+"""What the span files survive: a fork mid-write, a full disk, hostile strings, a folder removed,
+a hung exporter at shutdown, Ctrl-C during a flush. Each loss that cannot be avoided is counted."""
 
 from __future__ import annotations
 
@@ -8,14 +8,21 @@ import os
 import subprocess
 import sys
 import textwrap
-from collections.abc import Iterator
+import threading
+import time
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import pytest
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
+from prometheus_client import CollectorRegistry
 
 import telemetry
 from telemetry import conventions as c
 from telemetry.forensics import open_traces
+from telemetry.runtime.batching import BatchSettings, CountingBatchProcessor
+from telemetry.runtime.metrics import ToolMetrics
 
 
 def lines_of(folder: Path) -> list[dict[str, object]]:
@@ -241,3 +248,78 @@ def test_spans_written_after_the_traces_folder_was_removed_go_to_a_new_file(tmp_
         assert rt.force_flush()
     assert span_count(folder) == 300
     assert rt.dropped_spans[c.EXPORTER_FILE] == dict.fromkeys(c.DROP_REASONS, 0)
+
+
+# --- a hung exporter and Ctrl-C ----------------------------------------------------------------
+
+class Hung(SpanExporter):
+    """An exporter whose export blocks until released (a collector that stopped answering)."""
+
+    def __init__(self) -> None:
+        self.release = threading.Event()
+        self.entered = threading.Event()
+
+    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        self.entered.set()
+        self.release.wait(60)
+        return SpanExportResult.SUCCESS
+
+
+def test_shutdown_behind_a_hung_exporter_takes_its_timeout_and_counts_every_span() -> None:
+    """700 spans behind an exporter hung on its first batch: shutdown returns after its export
+    timeout, not the exporter's, and all 700 are counted (512 of them were in the hung batch)."""
+    hung = Hung()
+    metrics = ToolMetrics(CollectorRegistry())
+    settings = BatchSettings(max_queue_size=2048, schedule_delay_millis=5000, max_export_batch_size=512,
+                             export_timeout_millis=1000)
+    processor = CountingBatchProcessor(hung, settings, metrics, exporter_label=c.EXPORTER_OTHER)
+    provider = TracerProvider(shutdown_on_exit=False)
+    provider.add_span_processor(processor)
+    tracer = provider.get_tracer("t")
+    for _ in range(700):
+        tracer.start_span("s").end()
+    assert hung.entered.wait(10)
+    started = time.monotonic()
+    processor.shutdown()
+    took = time.monotonic() - started
+    hung.release.set()
+    assert took < 3, f"shutdown took {took:.1f} s with export_timeout_millis=1000"
+    assert processor.dropped[c.DROP_SHUTDOWN_TIMEOUT] == 700
+
+
+class Interrupting(SpanExporter):
+    """An exporter that raises KeyboardInterrupt in its first export (Ctrl-C mid-flush)."""
+
+    def __init__(self) -> None:
+        self.received: list[int] = []
+        self.interrupted = False
+
+    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        if not self.interrupted:
+            self.interrupted = True
+            raise KeyboardInterrupt
+        self.received += [s.context.span_id for s in spans]  # type: ignore[union-attr]
+        return SpanExportResult.SUCCESS
+
+
+def test_ctrl_c_during_force_flush_puts_the_batch_back() -> None:
+    """Ctrl-C while force_flush() exports from the calling thread: the interrupt reaches the
+    caller, and the batch it held is exported afterwards, not lost."""
+    exporter = Interrupting()
+    settings = BatchSettings(max_queue_size=2048, schedule_delay_millis=60_000, max_export_batch_size=512,
+                             export_timeout_millis=5000)
+    processor = CountingBatchProcessor(exporter, settings, None)
+    provider = TracerProvider(shutdown_on_exit=False)
+    provider.add_span_processor(processor)
+    tracer = provider.get_tracer("t")
+    ended = []
+    for _ in range(100):
+        span = tracer.start_span("s")
+        span.end()
+        ended.append(span.get_span_context().span_id)
+    with pytest.raises(KeyboardInterrupt):
+        processor.force_flush()
+    assert processor.queued == 100
+    processor.shutdown()
+    assert sorted(exporter.received) == sorted(ended)
+    assert sum(processor.dropped.values()) == 0
