@@ -15,8 +15,11 @@ BUDGET = 1 << 20
 
 
 def read_all(follower: Follower) -> bytes:
+    """One pass that stores what it read: scan, read, commit."""
     follower.scan()
-    return b"".join(chunk.data for chunk in follower.read(BUDGET))
+    data = b"".join(chunk.data for chunk in follower.read(BUDGET))
+    follower.commit()
+    return data
 
 
 def test_a_partial_last_line_waits_for_its_newline(tmp_path: Path) -> None:
@@ -38,6 +41,7 @@ def test_line_numbers_follow_the_file(tmp_path: Path) -> None:
     follower = Follower([str(path)])
     follower.scan()
     assert [c.first_line for c in follower.read(BUDGET)] == [1]
+    follower.commit()
     path.open("ab").write(b"c\n")
     follower.scan()
     chunk = follower.read(BUDGET)[0]
@@ -94,6 +98,7 @@ def test_the_budget_leaves_the_rest_for_the_next_read(tmp_path: Path) -> None:
     follower.scan()
     parts = []
     while chunks := follower.read(64):
+        follower.commit()
         parts += [c.data for c in chunks]
         if follower.backlog:
             assert len(b"".join(parts)) < 100 * 8

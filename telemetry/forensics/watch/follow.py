@@ -3,9 +3,16 @@
 A file is known by its identity (device and inode), not its name, so a rotation that renames
 ``traces.jsonl`` away and starts a new one is read as two files, and the renamed one is finished
 from the descriptor held open on it even when its new name is not a trace file name. A file
-shorter than the offset read, or whose first bytes changed (an inode reused, a copy-truncate),
-starts again from its beginning. Only bytes up to the last newline are taken: a partial last
-line waits for its end. Compressed files and Parquet parts are finished artefacts, not followed.
+that no longer holds what was read from it starts again from its beginning: shorter than the
+offset read (a truncation seen before the writer passed the old offset), or with other bytes
+where the first ones were (an inode reused) or just before the offset (a copy-truncate that the
+writer has already written past: every file our exporter writes starts with the same bytes, so
+the head alone cannot tell). Only bytes up to the last newline are taken: a partial last line
+waits for its end. Compressed files and Parquet parts are finished artefacts, not followed.
+
+Reading and moving on are two steps: :meth:`Follower.read` hands out lines without moving any
+offset, and :meth:`Follower.commit` moves the offsets past them once the caller has stored them,
+so a pass that fails after reading reads the same lines again.
 """
 
 from __future__ import annotations
@@ -25,6 +32,9 @@ __all__ = ["Chunk", "Followed", "Follower", "HEAD_BYTES"]
 
 HEAD_BYTES = 64
 """How many leading bytes fingerprint a file, so a reused inode is not mistaken for the old file."""
+TAIL_BYTES = 4096
+"""How many bytes before the offset fingerprint what was read, so a file truncated and written
+past the old offset again (copy-truncate rotation) is read again from its start."""
 _GLOB_CHARS = frozenset("*?[")
 
 
@@ -41,6 +51,9 @@ class Followed:
     """Lines consumed (blank ones included), for naming a bad line by its number."""
     head: str = ""
     """SHA-256 of the first ``min(offset, HEAD_BYTES)`` bytes ("" before anything is read)."""
+    tail: str = ""
+    """SHA-256 of the ``min(offset, TAIL_BYTES)`` bytes before the offset ("" before anything is
+    read, or from a state file written before it was kept: then only the head is compared)."""
 
     @property
     def identity(self) -> tuple[int, int]:
@@ -48,7 +61,7 @@ class Followed:
 
     def as_dict(self) -> dict[str, object]:
         return {"path": self.path, "device": self.device, "inode": self.inode, "offset": self.offset,
-                "lines": self.lines, "head": self.head}
+                "lines": self.lines, "head": self.head, "tail": self.tail}
 
 
 @dataclass(frozen=True)
@@ -66,6 +79,19 @@ def _fingerprint(handle: int, length: int) -> str:
     return hashlib.sha256(os.pread(handle, min(length, HEAD_BYTES), 0)).hexdigest() if length else ""
 
 
+def _tail(handle: int, offset: int) -> str:
+    length = min(offset, TAIL_BYTES)
+    return hashlib.sha256(os.pread(handle, length, offset - length)).hexdigest() if length else ""
+
+
+@dataclass(frozen=True)
+class _Position:
+    offset: int
+    lines: int
+    head: str
+    tail: str
+
+
 class Follower:
     """The files under ``paths`` (files, directories searched recursively, globs re-expanded on
     every scan) and how far each has been read. Not thread-safe: one watcher drives it."""
@@ -81,6 +107,8 @@ class Follower:
         self.files: dict[tuple[int, int], Followed] = {f.identity: f for f in known or []}
         self._handles: dict[tuple[int, int], int] = {}
         self._warned: set[str] = set()
+        self._read: dict[tuple[int, int], _Position] = {}
+        """Where each file's last :meth:`read` ended, until :meth:`commit` moves the offsets there."""
         self.backlog = False
         """True after a :meth:`read` that the budget cut short: more lines are waiting."""
 
@@ -121,6 +149,7 @@ class Follower:
 
     def scan(self) -> None:
         """Pick up new files, notice renamed and replaced ones, and forget files gone and finished."""
+        self._read.clear()
         seen: set[tuple[int, int]] = set()
         for path in self._discover():
             opened = self._open(path)
@@ -133,20 +162,28 @@ class Follower:
                 self.files[identity] = Followed(str(path), *identity)
                 continue
             entry.path = str(path)
-            size = os.fstat(handle).st_size
-            if size < entry.offset or _fingerprint(handle, entry.offset) != entry.head:
-                print(f"warning: {path} was truncated or replaced; reading it again from the start",
-                      file=sys.stderr)
-                entry.offset, entry.lines, entry.head = 0, 0, ""
+            if not self._holds_what_was_read(handle, entry):
+                print(f"warning: {path} was truncated or replaced; reading it again from the start "
+                      f"(lines written after line {entry.lines:,} and before the truncation are only in "
+                      "the rotated copy, if there is one)", file=sys.stderr)
+                entry.offset, entry.lines, entry.head, entry.tail = 0, 0, "", ""
         for identity in list(self.files):
             if identity not in seen and identity not in self._handles:
                 del self.files[identity]  # gone before we ever held it open (state from a past run)
 
+    @staticmethod
+    def _holds_what_was_read(handle: int, entry: Followed) -> bool:
+        if os.fstat(handle).st_size < entry.offset or _fingerprint(handle, entry.offset) != entry.head:
+            return False
+        return not entry.tail or _tail(handle, entry.offset) == entry.tail
+
     def read(self, budget: int) -> list[Chunk]:
-        """The complete lines appended since the last read, at most about ``budget`` bytes in all
-        (what is left waits for the next call). Files gone from the paths are read to their end
-        through the descriptor still held, then forgotten."""
+        """The complete lines appended since the last commit, at most about ``budget`` bytes in
+        all (what is left waits for the next call); no offset moves until :meth:`commit`. Files
+        gone from the paths are read to their end through the descriptor still held, then
+        forgotten."""
         chunks: list[Chunk] = []
+        self._read.clear()
         self.backlog = False
         for identity, entry in sorted(self.files.items(), key=lambda item: item[1].path):
             handle = self._handles.get(identity)
@@ -161,13 +198,30 @@ class Follower:
                 complete = data[:end]
                 lines = complete.count(b"\n")
                 chunks.append(Chunk(entry.path, entry.lines + 1, complete, lines))
-                entry.offset += end
-                entry.lines += lines
-                entry.head = _fingerprint(handle, entry.offset)
+                offset = entry.offset + end
+                self._read[identity] = _Position(offset, entry.lines + lines, _fingerprint(handle, offset),
+                                                 _tail(handle, offset))
                 budget -= end
             elif not self._still_named(entry) and entry.offset >= size:
                 self._forget(identity)
         return chunks
+
+    def after_read(self) -> list[Followed]:
+        """The followed files as they will be once the last read is committed (for the state file)."""
+        out = []
+        for identity, entry in self.files.items():
+            moved = self._read.get(identity)
+            out.append(entry if moved is None else Followed(entry.path, entry.device, entry.inode, moved.offset,
+                                                            moved.lines, moved.head, moved.tail))
+        return out
+
+    def commit(self) -> None:
+        """Move every offset past the lines the last :meth:`read` handed out (they are stored)."""
+        for identity, moved in self._read.items():
+            entry = self.files.get(identity)
+            if entry is not None:
+                entry.offset, entry.lines, entry.head, entry.tail = moved.offset, moved.lines, moved.head, moved.tail
+        self._read.clear()
 
     def _still_named(self, entry: Followed) -> bool:
         try:
@@ -181,6 +235,7 @@ class Follower:
         if handle is not None:
             os.close(handle)
         self.files.pop(identity, None)
+        self._read.pop(identity, None)
 
     @property
     def pending_bytes(self) -> int:

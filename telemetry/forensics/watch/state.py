@@ -57,7 +57,7 @@ def load_state(path: Path) -> WatchState:
         raise _refuse(path, f"is not a {STATE_FORMAT} state file")
     try:
         files = [Followed(str(f["path"]), int(f["device"]), int(f["inode"]), int(f["offset"]), int(f["lines"]),
-                          str(f["head"])) for f in data["files"]]
+                          str(f["head"]), str(f.get("tail", ""))) for f in data["files"]]
         seen = {str(k): (None if v is None else str(v)) for k, v in dict(data["seen"]).items()}
         newest = int(data.get("newest_ns", 0))
     except (KeyError, TypeError, ValueError) as exc:

@@ -8,6 +8,18 @@ once it has been there for ``settle`` seconds: spans of one run arrive from seve
 each flushing on its own schedule, and a hop whose parent is still in another exporter's buffer
 looks like a gap for a moment. Then the state (offsets and counted keys) is written, after the
 window database is checkpointed, so a restart neither re-reads a line nor recounts a finding.
+
+A pass is all or nothing: the follower's offsets move, and new findings are counted, only once
+the lines are in the window and the state is saved. A pass that fails anywhere (an unwritable
+state folder, DuckDB out of memory) is counted and retried, and the retry reads the same lines
+again (copies of a span are dropped before judging) and counts its findings once.
+
+The window's end follows the newest span but never the future (see :mod:`.window`): spans that
+end more than ``WatchOptions.future_seconds`` after the wall clock are counted in
+``outcome_telemetry_watch_future_spans_total`` and named on stderr, what leaves the window in
+``outcome_telemetry_watch_spans_evicted_total`` (``reason="window"``, or ``"future"`` for a span
+dated more than a window past the clock), and the lag gauge is measured from the newest span the
+clock allows, so one bad timestamp (or a ``newest_ns`` in the state file) cannot empty the window.
 """
 
 from __future__ import annotations
@@ -30,9 +42,20 @@ from .clickhouse import ClickHouseSource, ClickHouseWindow
 from .findings import WATCHED, counted, watched_questions
 from .follow import Follower
 from .state import WatchState, load_state, save_state
-from .window import Window
+from .window import FUTURE_SECONDS, Window
 
-__all__ = ["Finding", "PassResult", "READ_BUDGET", "WatchMetrics", "WatchOptions", "Watcher"]
+__all__ = ["EVICTED_FUTURE", "EVICTED_WINDOW", "Finding", "METRIC_WATCH_FUTURE_SPANS_TOTAL",
+           "METRIC_WATCH_SPANS_EVICTED_TOTAL", "PassResult", "READ_BUDGET", "WatchMetrics", "WatchOptions", "Watcher"]
+
+# Names these counters until telemetry/conventions.py owns them (with WATCH_METRIC_LABELS).
+METRIC_WATCH_SPANS_EVICTED_TOTAL = "outcome_telemetry_watch_spans_evicted_total"
+"""Spans that left the window, by ``reason``: ``window`` (their run aged out, or they are older
+than twice the window) or ``future`` (dated more than a window past the wall clock)."""
+METRIC_WATCH_FUTURE_SPANS_TOTAL = "outcome_telemetry_watch_future_spans_total"
+"""Spans read that end more than ``future_seconds`` after the wall clock (judged, never trusted
+as the window's end)."""
+EVICTED_WINDOW = "window"
+EVICTED_FUTURE = "future"
 
 READ_BUDGET = 256 << 20
 """Bytes read into the window per pass at most; a backlog is worked off in back-to-back passes."""
@@ -52,6 +75,8 @@ class WatchOptions:
     read_budget: int = READ_BUDGET
     clickhouse: Optional[ClickHouseSource] = None
     """Read each pass's window from ClickHouse instead of following ``paths``."""
+    future_seconds: float = FUTURE_SECONDS
+    """How far past the wall clock a span may end and still be the window's end."""
 
 
 @dataclass
@@ -70,6 +95,10 @@ class PassResult:
     spans: int = 0
     bad_lines: int = 0
     evicted: int = 0
+    evicted_future: int = 0
+    """Of ``evicted``, the spans dated more than a window past the wall clock."""
+    future: int = 0
+    """Spans read that end more than ``future_seconds`` after the wall clock."""
     window_spans: int = 0
     seconds: float = 0.0
     new: list[Finding] = field(default_factory=list)
@@ -99,18 +128,28 @@ class WatchMetrics:
                                   registry=registry)
         self.window_spans = Gauge(c.METRIC_WATCH_WINDOW_SPANS, "Spans in the window", registry=registry)
         self.files = Gauge(c.METRIC_WATCH_FILES, "Trace files followed", registry=registry)
+        self.evicted = Counter(METRIC_WATCH_SPANS_EVICTED_TOTAL.removesuffix("_total"),
+                               "Spans that left the window", [c.LABEL_REASON], registry=registry)
+        for reason in (EVICTED_WINDOW, EVICTED_FUTURE):
+            self.evicted.labels(reason)
+        self.future = Counter(METRIC_WATCH_FUTURE_SPANS_TOTAL.removesuffix("_total"),
+                              "Spans read dated past the wall clock (never the window's end)", registry=registry)
 
 
 class Watcher:
     """Continuous forensics over growing trace files; drive it with :meth:`run` or :meth:`run_pass`."""
 
     def __init__(self, options: WatchOptions, registry: Optional[CollectorRegistry] = None,
-                 out: Optional[TextIO] = None, clock: Callable[[], float] = time.monotonic):
+                 out: Optional[TextIO] = None, clock: Callable[[], float] = time.monotonic,
+                 wall_clock: Callable[[], float] = time.time):
+        """``clock`` times the settling of findings; ``wall_clock`` (seconds since the epoch)
+        bounds the window's end and measures the lag."""
         self.options = options
         self.registry = registry if registry is not None else CollectorRegistry()
         self.metrics = WatchMetrics(self.registry, rows=options.clickhouse is not None)
         self.out = out
         self._clock = clock
+        self._wall = wall_clock
         state = load_state(options.state) if options.state is not None else WatchState()
         self.follower: Optional[Follower] = None
         self.window: "Window | ClickHouseWindow"
@@ -121,14 +160,20 @@ class Watcher:
         else:
             self.follower = Follower(options.paths, state.files)
             database = options.state.with_name(options.state.name + ".window.duckdb") if options.state else None
-            self.window = Window(options.window, database, options.max_line_bytes)
-        self.window.newest_ns = max(self.window.newest_ns, state.newest_ns)
+            self.window = Window(options.window, database, options.max_line_bytes, clock=wall_clock,
+                                 future_seconds=options.future_seconds)
+        limit = int((wall_clock() + options.future_seconds) * 1e9)
+        if state.newest_ns > limit:
+            print(f"warning: {options.state}: its newest span time ({state.newest_ns} ns) is after the "
+                  "clock; not trusted (the window ends at the newest span read instead)", file=sys.stderr)
+        elif state.newest_ns > self.window.newest_ns:
+            self.window.newest_ns = state.newest_ns
         self.seen: dict[str, Optional[str]] = dict(state.seen)
         self._pending: dict[str, float] = {}
         self.names = watched_questions()
 
     def run_pass(self) -> PassResult:
-        """One pass (see the module docstring)."""
+        """One pass (see the module docstring): nothing moves on unless all of it succeeds."""
         started = time.perf_counter()
         result = PassResult()
         if isinstance(self.window, ClickHouseWindow):
@@ -144,40 +189,53 @@ class Watcher:
             for bad in added.bad:
                 print(f"warning: {bad.path}: line {bad.line}: {bad.reason}; skipped", file=sys.stderr)
             result.lines, result.spans, result.bad_lines = added.lines, added.spans, len(added.bad)
+            result.future = added.future
             result.evicted = self.window.evict()
+            result.evicted_future = self.window.evicted_future
         rows = self.window.evaluate(self.names)
-        result.new = self._count(rows)
+        new, seen = self._judge(rows)
         result.window_spans = self.window.spans
         if self.options.state is not None:
             self.window.checkpoint()
-            files = list(self.follower.files.values()) if self.follower is not None else []
-            save_state(self.options.state, WatchState(files, self.seen, self.window.newest_ns))
+            files = self.follower.after_read() if self.follower is not None else []
+            save_state(self.options.state, WatchState(files, seen, self.window.newest_ns))
+        if self.follower is not None:
+            self.follower.commit()
+        result.new = self._count(new, seen)
         result.seconds = time.perf_counter() - started
         self._observe(result)
         return result
 
-    def _count(self, rows: dict[str, list[dict[str, Any]]]) -> list[Finding]:
+    def _judge(self, rows: dict[str, list[dict[str, Any]]]) -> tuple[list[Finding], dict[str, str | None]]:
+        """The findings this pass would count and the counted keys after it, changing neither."""
         now = self._clock()
         current: dict[str, tuple[str, dict[str, Any]]] = {}
         for name in self.names:
             for key, row in counted(name, rows.get(name, [])).items():
                 current[key] = (name, dict(row))
         new: list[Finding] = []
+        seen = dict(self.seen)
         for key, (name, row) in current.items():
-            if key in self.seen:
+            if key in seen:
                 continue
             first = self._pending.setdefault(key, now)
             if now - first >= self.options.settle:
-                self._pending.pop(key)
                 run = row.get("run_id")
-                self.seen[key] = None if run is None else str(run)
-                self.metrics.findings.labels(name).inc()
+                seen[key] = None if run is None else str(run)
                 new.append(Finding(name, question(name).severity, key, row))
         self._pending = {k: t for k, t in self._pending.items() if k in current}
         runs = self.window.runs()
         # A counted finding is forgotten once it can no longer be seen: its row is gone and its run
         # has left the window. So the set is bounded by the window, like the spans.
-        self.seen = {k: r for k, r in self.seen.items() if k in current or (r is not None and r in runs)}
+        seen = {k: r for k, r in seen.items() if k in current or (r is not None and r in runs)}
+        return new, seen
+
+    def _count(self, new: list[Finding], seen: dict[str, str | None]) -> list[Finding]:
+        """Count ``new`` (the pass went through) and remember ``seen``."""
+        for finding in new:
+            self._pending.pop(finding.key, None)
+            self.metrics.findings.labels(finding.question).inc()
+        self.seen = seen
         return new
 
     def _observe(self, result: PassResult) -> None:
@@ -187,8 +245,15 @@ class Watcher:
         m.duration.observe(result.seconds)
         m.window_spans.set(result.window_spans)
         m.files.set(len(self.follower.files) if self.follower is not None else 0)
+        m.evicted.labels(EVICTED_WINDOW).inc(result.evicted - result.evicted_future)
+        m.evicted.labels(EVICTED_FUTURE).inc(result.evicted_future)
+        m.future.inc(result.future)
+        if result.future:
+            print(f"warning: {result.future:,} span(s) read end more than {self.options.future_seconds:g} s "
+                  f"after the clock (counted in {METRIC_WATCH_FUTURE_SPANS_TOTAL}); judged, but the "
+                  "window does not end at them", file=sys.stderr)
         if self.window.newest_ns:
-            m.lag.set(max(time.time() - self.window.newest_ns / 1e9, 0.0))
+            m.lag.set(max(self._wall() - self.window.newest_ns / 1e9, 0.0))
         if self.out is not None:
             for finding in result.new:
                 described = ", ".join(f"{k}={finding.row.get(k)}" for k in WATCHED[finding.question].key
