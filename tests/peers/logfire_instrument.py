@@ -1,0 +1,58 @@
+"""logfire: ``@logfire.instrument`` tool functions inside a ``logfire.span`` agent run, model calls by ``instrument_openai``.
+
+``logfire.configure(send_to_logfire=False, console=False, additional_span_processors=[...])``: no
+token, no console, our exporter as the only destination. ``record_return=True`` is needed for the
+tool's result to be recorded at all (logfire's default is ``False``).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from . import story
+from .exporter import CollectorFileExporter
+from .scripted_openai import chat_completions_client
+
+__all__ = ["write_story"]
+
+
+def write_story(path: Path) -> None:
+    """Run the story under ``logfire.configure(send_to_logfire=False)``; write ``path``."""
+    import logfire
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+
+    exporter = CollectorFileExporter(path)
+    logfire.configure(send_to_logfire=False, console=False, service_name="peer-story-logfire", service_version="1.0.0",
+                      additional_span_processors=[SimpleSpanProcessor(exporter)], metrics=False,
+                      inspect_arguments=False)
+    client = chat_completions_client()
+    logfire.instrument_openai(client)
+
+    # logfire's template names the span; the function's own name is not a parameter to interpolate.
+    tools = {name: logfire.instrument(f"running tool {name}", span_name=name, record_return=True)(fn)
+             for name, fn in story.TOOLS.items()}
+    schemas = [{"type": "function", "function": {"name": name, "description": fn.__doc__, "parameters": {
+        "type": "object", "properties": {k: {"type": "integer" if k == "amount_cents" else "string"} for k in args},
+        "required": list(args)}}} for (_, name, args), fn in
+        ((next(c for c in story.CALLS if c[1] == n), story.TOOLS[n]) for n in story.TOOLS)]
+
+    with logfire.set_baggage(session_id=story.SESSION_ID, user_id=story.USER_ID):
+        with logfire.span("support agent run {prompt}", prompt=story.PROMPT) as run:
+            messages: list[dict[str, Any]] = [{"role": "user", "content": story.PROMPT}]
+            while True:
+                reply = client.chat.completions.create(model="gpt-4o-mini", messages=messages, tools=schemas).choices[0].message
+                if not reply.tool_calls:
+                    run.set_attribute("answer", reply.content or "")
+                    break
+                messages.append(reply.model_dump(exclude_none=True))
+                for call in reply.tool_calls:
+                    result = tools[call.function.name](**json.loads(call.function.arguments))
+                    messages.append({"role": "tool", "tool_call_id": call.id, "content": json.dumps(result)})
+    logfire.shutdown()
+
+
+if __name__ == "__main__":
+    write_story(Path(sys.argv[1]))

@@ -1,0 +1,68 @@
+"""MLflow Tracing (``mlflow-tracing``) in its OpenTelemetry export mode: ``@mlflow.trace`` spans and OpenAI autolog.
+
+MLflow exports OTel spans when ``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`` is set: its provider then
+gets ``OtelSpanProcessor(span_exporter=get_otlp_exporter())``. Here that factory returns our
+exporter instead of an OTLP client, so MLflow's own processor (trace registration, trace tags
+copied onto the root span) runs and nothing is sent; no tracking server or store is involved.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from . import story
+from .exporter import CollectorFileExporter
+from .scripted_openai import chat_completions_client
+
+__all__ = ["write_story"]
+
+
+def write_story(path: Path) -> None:
+    """Run the story with ``mlflow.trace``/``mlflow.start_span`` and ``mlflow.openai.autolog``; write ``path``."""
+    os.environ["OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"] = "http://127.0.0.1:4318/v1/traces"  # selects OTel export; never dialled
+    os.environ["OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"] = "http/protobuf"
+    os.environ["OTEL_SERVICE_NAME"] = "peer-story-mlflow"
+    # mlflow-tracing 3.17 resolves a default tracking URI on first use by importing its file store, which
+    # needs sqlparse (not among its dependencies); an explicit URI skips that. Nothing dials it here.
+    os.environ["MLFLOW_TRACKING_URI"] = "http://127.0.0.1:9"
+    os.environ["MLFLOW_DISABLE_TELEMETRY"] = "true"
+    os.environ["DO_NOT_TRACK"] = "true"
+    import mlflow
+    import mlflow.tracing.provider as mlflow_provider
+    from mlflow.entities import SpanType
+
+    exporter = CollectorFileExporter(path)
+    mlflow_provider.get_otlp_exporter = lambda: exporter
+    mlflow.openai.autolog()
+    client = chat_completions_client()
+
+    tools = {name: mlflow.trace(name=name, span_type=SpanType.TOOL)(fn) for name, fn in story.TOOLS.items()}
+    schemas = [{"type": "function", "function": {"name": name, "description": fn.__doc__, "parameters": {
+        "type": "object", "properties": {k: {"type": "integer" if k == "amount_cents" else "string"} for k in args},
+        "required": list(args)}}} for (_, name, args), fn in
+        ((next(c for c in story.CALLS if c[1] == n), story.TOOLS[n]) for n in story.TOOLS)]
+
+    @mlflow.trace(name="support", span_type=SpanType.AGENT)
+    def support(prompt: str) -> str:
+        mlflow.update_current_trace(metadata={"mlflow.trace.session": story.SESSION_ID, "mlflow.trace.user": story.USER_ID})
+        messages: list[dict[str, Any]] = [{"role": "user", "content": prompt}]
+        while True:
+            reply = client.chat.completions.create(model="gpt-4o-mini", messages=messages, tools=schemas).choices[0].message
+            if not reply.tool_calls:
+                return reply.content or ""
+            messages.append(reply.model_dump(exclude_none=True))
+            for call in reply.tool_calls:
+                result = tools[call.function.name](**json.loads(call.function.arguments))
+                messages.append({"role": "tool", "tool_call_id": call.id, "content": json.dumps(result)})
+
+    support(story.PROMPT)
+    mlflow.tracing.get_bridged_tracer_provider().shutdown()
+    assert exporter.exported, "MLflow did not hand its spans to the exporter (did get_otlp_exporter move?)"
+
+
+if __name__ == "__main__":
+    write_story(Path(sys.argv[1]))
