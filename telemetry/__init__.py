@@ -18,7 +18,7 @@ from .instrument import (
     register_result_shape,
     tool_call_id,
 )
-from .runtime import Runtime, active_runtime, configure
+from .runtime import Runtime, active_runtime, configure, observe_tool_spans
 
 __all__ = [
     "AgentContext",
@@ -36,6 +36,7 @@ __all__ = [
     "current_call",
     "current_tool_call_id",
     "instrument_tool",
+    "observe_tool_spans",
     "register_result_shape",
     "tool_call_id",
 ]

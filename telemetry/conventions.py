@@ -556,3 +556,6 @@ MLFLOW_KIND_TOOL: Final = "TOOL"
 MLFLOW_SPAN_INPUTS: Final = "mlflow.spanInputs"
 MLFLOW_SPAN_OUTPUTS: Final = "mlflow.spanOutputs"
 MLFLOW_TRACE_REQUEST_ID: Final = "mlflow.traceRequestId"
+TOOL_OTHER: Final = "other"
+"""The ``tool`` label of a span ``observe_tool_spans`` counts under no name of its own: a name
+outside its ``tools=`` list or beyond its ``max_tools``, or not 1 to 128 printable characters."""

@@ -6,8 +6,10 @@ counting batch processors (:mod:`.batching`) for the JSON-lines file exporter of
 exporter, the Prometheus metrics of :mod:`.metrics` and an optional ``/metrics`` server. :mod:`.active` holds
 the process's runtime for the per-call path to read; :mod:`.containment` keeps telemetry's own
 failures out of tool calls; :mod:`.resources` finds the packaged queries, dashboards and alerts.
+:func:`observe_tool_spans` (:mod:`.observe`) counts the tool spans other instrumentations end.
 """
 
 from ._setup import Runtime, active_runtime, configure
+from .observe import ToolSpanObserver, observe_tool_spans
 
-__all__ = ["Runtime", "active_runtime", "configure"]
+__all__ = ["Runtime", "ToolSpanObserver", "active_runtime", "configure", "observe_tool_spans"]

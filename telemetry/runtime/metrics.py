@@ -88,6 +88,13 @@ FAMILIES: tuple[Family, ...] = (
         "an outcome callable or set_outcome): the caller was told done and it was not.",
     ),
     Family(
+        c.METRIC_MASKED_FAILURES_TOTAL,
+        Counter,
+        "Tool calls another instrumentation traced whose recorded result reported a failure while "
+        "the span's status said OK or unset: every tracer's error view shows them green "
+        "(counted by observe_tool_spans).",
+    ),
+    Family(
         c.METRIC_SPANS_DROPPED_TOTAL,
         Counter,
         "Finished spans lost before an exporter delivered them, by exporter and reason: the "
@@ -135,6 +142,7 @@ class ToolMetrics:
         self.stale_sends = self[c.METRIC_STALE_SENDS_TOTAL]
         self.replays = self[c.METRIC_IDEMPOTENT_REPLAYS_TOTAL]
         self.silent = self[c.METRIC_SILENT_FAILURES_TOTAL]
+        self.masked = self[c.METRIC_MASKED_FAILURES_TOTAL]
         self.spans_dropped = self[c.METRIC_SPANS_DROPPED_TOTAL]
         self.internal_errors = self[c.METRIC_INTERNAL_ERRORS_TOTAL]
 
