@@ -422,6 +422,9 @@ ALERT_DROPPING_SPANS: Final = "OutcomeTelemetryDroppingSpans"
 """Spans were dropped: the evidence forensics will read is incomplete."""
 ALERT_READBACK_ERRORS: Final = "ToolReadbackErrors"
 """Read-backs raise: whether the tool's writes really happened is unknown."""
+ALERT_MASKED_FAILURES: Final = "ToolMaskedFailures"
+"""Masked failures (``tool_masked_failures_total``): results that reported a failure on spans
+another instrumentation marked OK or unset, counted by ``observe_tool_spans``."""
 ALERTS: Final = (
     ALERT_SILENT_FAILURE,
     ALERT_READBACK_MISMATCH,
@@ -434,6 +437,7 @@ ALERTS: Final = (
     ALERT_INTENT_BUDGET_BURN_SLOW,
     ALERT_DROPPING_SPANS,
     ALERT_READBACK_ERRORS,
+    ALERT_MASKED_FAILURES,
 )
 
 # --- continuous forensics (``outcome-telemetry watch``) --------------------------------------

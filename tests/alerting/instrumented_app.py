@@ -11,7 +11,10 @@ calls its tools in a loop until SIGTERM or N seconds, whichever comes first:
   a silent failure, what ToolSilentFailure pages on;
 - ``update_record``'s read-back mismatches on every other call;
 - ``claim_row`` is refused as a stale version, ``send_update`` as a stale policy (a stale send),
-  ``delegate_task`` waives a constraint, ``charge_card`` answers from its idempotency store.
+  ``delegate_task`` waives a constraint, ``charge_card`` answers from its idempotency store;
+- ``peer_refund`` is no decorated tool: another instrumentation's span (GenAI conventions, status
+  unset) records its ``{"status": "error", ...}`` result, and ``observe_tool_spans`` on the
+  runtime's provider counts it as a masked failure.
 
 Together they give every dashboard panel data.
 """
@@ -74,6 +77,17 @@ def charge_card(key: str) -> dict[str, Any]:
     return {"ok": True}
 
 
+def peer_refund(tracer: Any) -> None:
+    """A tool call as a peer instrumentation records it: a GenAI execute_tool span, status left unset."""
+    attributes = {
+        c.GEN_AI_OPERATION_NAME: c.OPERATION_EXECUTE_TOOL,
+        c.GEN_AI_TOOL_NAME: "peer_refund",
+        c.GEN_AI_TOOL_CALL_RESULT: json.dumps({"status": "error", "code": "refund_window_closed"}),
+    }
+    with tracer.start_as_current_span(c.SPAN_NAME_PREFIX + "peer_refund", attributes=attributes):
+        pass
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--traces-dir", required=True)
@@ -84,6 +98,8 @@ def main() -> int:
     signal.signal(signal.SIGTERM, _on_term)
     deadline = time.monotonic() + args.seconds
     with telemetry.configure(service_name="alerting-e2e", traces_dir=args.traces_dir, metrics_port=args.metrics_port) as rt:
+        rt.provider.add_span_processor(telemetry.observe_tool_spans())
+        peer = rt.provider.get_tracer("a-peer-instrumentation")
         print(json.dumps({"metrics_url": rt.metrics_url}), flush=True)
         n = 0
         while not _stop and time.monotonic() < deadline:
@@ -96,6 +112,7 @@ def main() -> int:
             send_update("status")
             delegate_task("review")
             charge_card("key-1")
+            peer_refund(peer)
             time.sleep(args.interval)
     return 0
 

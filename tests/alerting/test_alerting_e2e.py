@@ -47,6 +47,7 @@ EXPECTED_ALERTS = {
     (c.ALERT_STALE_SENDS, "send_update"),
     (c.ALERT_CONSTRAINT_WAIVER_SPIKE, "delegate_task"),
     (c.ALERT_INTENT_BUDGET_BURN_FAST, BAD_TOOL),
+    (c.ALERT_MASKED_FAILURES, "peer_refund"),
 }
 """(alert, tool) pairs the app's misbehaving tools must drive to pending or firing."""
 

@@ -29,6 +29,7 @@ REQUIRED_PANELS = {
     "Idempotent replays",
     "Latency percentiles",
     "Intent SLO burn rate",
+    "Masked failures, by tool and outcome",
 }
 
 
