@@ -461,6 +461,14 @@ METRIC_WATCH_WINDOW_SPANS: Final = "outcome_telemetry_watch_window_spans"
 """Spans in the sliding window after the last pass."""
 METRIC_WATCH_FILES: Final = "outcome_telemetry_watch_files"
 """Trace files being followed."""
+METRIC_WATCH_SPANS_EVICTED_TOTAL: Final = "outcome_telemetry_watch_spans_evicted_total"
+"""Spans that left the window, by ``reason``: ``window`` (their run aged out, or they are older
+than twice the window) or ``future`` (dated more than a window past the wall clock)."""
+METRIC_WATCH_FUTURE_SPANS_TOTAL: Final = "outcome_telemetry_watch_future_spans_total"
+"""Spans read that end more than ``future_seconds`` after the wall clock (judged, never trusted
+as the window's end)."""
+EVICTED_WINDOW: Final = "window"
+EVICTED_FUTURE: Final = "future"
 ALERT_FORENSIC_FINDING: Final = "ToolForensicFinding"
 """A new finding from continuous forensics, with the question's severity."""
 WATCH_METRIC_LABELS: Final = {
@@ -472,6 +480,8 @@ WATCH_METRIC_LABELS: Final = {
     METRIC_WATCH_PASS_FAILURES_TOTAL: (),
     METRIC_WATCH_WINDOW_SPANS: (),
     METRIC_WATCH_FILES: (),
+    METRIC_WATCH_SPANS_EVICTED_TOTAL: (LABEL_REASON,),
+    METRIC_WATCH_FUTURE_SPANS_TOTAL: (),
 }
 """What ``outcome-telemetry watch`` serves (exposed name to labels); ``question`` values are the
 forensics question names."""

@@ -18,12 +18,6 @@ import telemetry
 from telemetry import conventions as c
 from telemetry.forensics.watch import Follower, Watcher, WatchOptions
 from telemetry.forensics.watch.state import STATE_FORMAT
-from telemetry.forensics.watch.watcher import (
-    EVICTED_FUTURE,
-    EVICTED_WINDOW,
-    METRIC_WATCH_FUTURE_SPANS_TOTAL,
-    METRIC_WATCH_SPANS_EVICTED_TOTAL,
-)
 
 HOUR_NS = 3600 * 10**9
 
@@ -118,9 +112,9 @@ def test_a_future_dated_span_is_counted_not_trusted_and_the_lag_stays_honest(leg
     w = watcher([folder])
     try:
         result = w.run_pass()
-        assert result.future == 1 and sample(w, METRIC_WATCH_FUTURE_SPANS_TOTAL) == 1
-        assert sample(w, METRIC_WATCH_SPANS_EVICTED_TOTAL, {c.LABEL_REASON: EVICTED_FUTURE}) == 1
-        assert sample(w, METRIC_WATCH_SPANS_EVICTED_TOTAL, {c.LABEL_REASON: EVICTED_WINDOW}) == 0
+        assert result.future == 1 and sample(w, c.METRIC_WATCH_FUTURE_SPANS_TOTAL) == 1
+        assert sample(w, c.METRIC_WATCH_SPANS_EVICTED_TOTAL, {c.LABEL_REASON: c.EVICTED_FUTURE}) == 1
+        assert sample(w, c.METRIC_WATCH_SPANS_EVICTED_TOTAL, {c.LABEL_REASON: c.EVICTED_WINDOW}) == 0
         assert {f.question for f in result.new} >= {"lost_updates", "constraint_loss_by_hop"}
         assert result.window_spans == result.spans - 1
         lag = sample(w, c.METRIC_WATCH_LAG_SECONDS)
@@ -144,7 +138,7 @@ def test_a_clock_stepped_back_by_more_than_the_window_keeps_judging_new_spans(
         copy_traces(legacy_traces, after_step)
         second = w.run_pass()
         assert {f.question for f in second.new} >= {"lost_updates", "constraint_loss_by_hop"}
-        assert sample(w, METRIC_WATCH_SPANS_EVICTED_TOTAL, {c.LABEL_REASON: EVICTED_FUTURE}) == first.spans
+        assert sample(w, c.METRIC_WATCH_SPANS_EVICTED_TOTAL, {c.LABEL_REASON: c.EVICTED_FUTURE}) == first.spans
         assert second.window_spans == second.spans
         assert 0 < sample(w, c.METRIC_WATCH_LAG_SECONDS) < 6 * 3600
     finally:

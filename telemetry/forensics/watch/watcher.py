@@ -44,18 +44,7 @@ from .follow import Follower
 from .state import WatchState, load_state, save_state
 from .window import FUTURE_SECONDS, Window
 
-__all__ = ["EVICTED_FUTURE", "EVICTED_WINDOW", "Finding", "METRIC_WATCH_FUTURE_SPANS_TOTAL",
-           "METRIC_WATCH_SPANS_EVICTED_TOTAL", "PassResult", "READ_BUDGET", "WatchMetrics", "WatchOptions", "Watcher"]
-
-# Names these counters until telemetry/conventions.py owns them (with WATCH_METRIC_LABELS).
-METRIC_WATCH_SPANS_EVICTED_TOTAL = "outcome_telemetry_watch_spans_evicted_total"
-"""Spans that left the window, by ``reason``: ``window`` (their run aged out, or they are older
-than twice the window) or ``future`` (dated more than a window past the wall clock)."""
-METRIC_WATCH_FUTURE_SPANS_TOTAL = "outcome_telemetry_watch_future_spans_total"
-"""Spans read that end more than ``future_seconds`` after the wall clock (judged, never trusted
-as the window's end)."""
-EVICTED_WINDOW = "window"
-EVICTED_FUTURE = "future"
+__all__ = ["Finding", "PassResult", "READ_BUDGET", "WatchMetrics", "WatchOptions", "Watcher"]
 
 READ_BUDGET = 256 << 20
 """Bytes read into the window per pass at most; a backlog is worked off in back-to-back passes."""
@@ -128,11 +117,11 @@ class WatchMetrics:
                                   registry=registry)
         self.window_spans = Gauge(c.METRIC_WATCH_WINDOW_SPANS, "Spans in the window", registry=registry)
         self.files = Gauge(c.METRIC_WATCH_FILES, "Trace files followed", registry=registry)
-        self.evicted = Counter(METRIC_WATCH_SPANS_EVICTED_TOTAL.removesuffix("_total"),
+        self.evicted = Counter(c.METRIC_WATCH_SPANS_EVICTED_TOTAL.removesuffix("_total"),
                                "Spans that left the window", [c.LABEL_REASON], registry=registry)
-        for reason in (EVICTED_WINDOW, EVICTED_FUTURE):
+        for reason in (c.EVICTED_WINDOW, c.EVICTED_FUTURE):
             self.evicted.labels(reason)
-        self.future = Counter(METRIC_WATCH_FUTURE_SPANS_TOTAL.removesuffix("_total"),
+        self.future = Counter(c.METRIC_WATCH_FUTURE_SPANS_TOTAL.removesuffix("_total"),
                               "Spans read dated past the wall clock (never the window's end)", registry=registry)
 
 
@@ -245,12 +234,12 @@ class Watcher:
         m.duration.observe(result.seconds)
         m.window_spans.set(result.window_spans)
         m.files.set(len(self.follower.files) if self.follower is not None else 0)
-        m.evicted.labels(EVICTED_WINDOW).inc(result.evicted - result.evicted_future)
-        m.evicted.labels(EVICTED_FUTURE).inc(result.evicted_future)
+        m.evicted.labels(c.EVICTED_WINDOW).inc(result.evicted - result.evicted_future)
+        m.evicted.labels(c.EVICTED_FUTURE).inc(result.evicted_future)
         m.future.inc(result.future)
         if result.future:
             print(f"warning: {result.future:,} span(s) read end more than {self.options.future_seconds:g} s "
-                  f"after the clock (counted in {METRIC_WATCH_FUTURE_SPANS_TOTAL}); judged, but the "
+                  f"after the clock (counted in {c.METRIC_WATCH_FUTURE_SPANS_TOTAL}); judged, but the "
                   "window does not end at them", file=sys.stderr)
         if self.window.newest_ns:
             m.lag.set(max(self._wall() - self.window.newest_ns / 1e9, 0.0))
