@@ -44,6 +44,7 @@ QUICK_ARGS = {
     "clickhouse": ["--spans", "50000"],
     "guards": ["--writes", "2000", "--increments", "20"],
     "watch": ["--spans", "50000"],
+    "observe": ["--spans", "2000", "--rounds", "3"],
 }
 PACKAGES = ("outcome-telemetry", "opentelemetry-sdk", "prometheus-client", "duckdb", "psycopg",
             "clickhouse-connect", "chdb", "pyarrow")
@@ -159,6 +160,8 @@ ROWS: tuple[Row, ...] = (
     Row("guards", "contention p99, PostgreSQL vs SQLite (telemetry off)", _contention_p99, "x", 1.0),
     Row("watch", "watch: a steady pass over the whole window", _watch_steady, "s"),
     Row("watch", "watch: catch-up, spans a second", _get("sustained_spans_per_second"), "/s"),
+    Row("observe", "observe_tool_spans: added at a peer tool span's end (CPU)", _get("peer_tool_span_added_us"), "µs", 3.0),
+    Row("observe", "observe_tool_spans: added at any other span's end (CPU)", _get("other_span_added_us"), "µs", 0.3),
 )
 
 
