@@ -190,8 +190,22 @@ RUNNERS = {
 }
 
 
+def _refuse_network() -> None:
+    """No connection to another host: the story must never leave the machine (telemetry, exporters)."""
+    import socket
+
+    def refused(self: socket.socket, address: Any) -> Any:
+        if self.family in (socket.AF_INET, socket.AF_INET6):
+            raise OSError(f"peer_agent.py refuses network connections (to {address!r})")
+        return connect(self, address)
+
+    connect = socket.socket.connect
+    socket.socket.connect = refused  # type: ignore[method-assign]
+
+
 def main() -> int:
     fmt, runs, out = sys.argv[1], int(sys.argv[2]), Path(sys.argv[3])
+    _refuse_network()
     if importlib.util.find_spec(NEEDS[fmt].split(".")[0]) is None or _missing(NEEDS[fmt]):
         print(f"missing: {NEEDS[fmt]}", file=sys.stderr)
         return 4
