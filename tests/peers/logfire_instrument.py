@@ -39,7 +39,11 @@ def write_story(path: Path) -> None:
         "required": list(args)}}} for (_, name, args), fn in
         ((next(c for c in story.CALLS if c[1] == n), story.TOOLS[n]) for n in story.TOOLS)]
 
-    with logfire.set_baggage(session_id=story.SESSION_ID, user_id=story.USER_ID):
+    # Baggage becomes span attributes. logfire's default scrubber blanks ``session_id`` on its own spans
+    # ("session" is one of its patterns) but not on ``logfire.openai`` spans; ``gen_ai.conversation.id``
+    # is on its list of safe keys, so it survives everywhere.
+    baggage = {"session_id": story.SESSION_ID, "gen_ai.conversation.id": story.SESSION_ID, "user_id": story.USER_ID}
+    with logfire.set_baggage(**baggage):
         with logfire.span("support agent run {prompt}", prompt=story.PROMPT) as run:
             messages: list[dict[str, Any]] = [{"role": "user", "content": story.PROMPT}]
             while True:
