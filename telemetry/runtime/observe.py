@@ -101,11 +101,20 @@ _UNREADABLE = "unreadable"
 # arrive JSON-encoded (MLflow's '"TOOL"') is let through by its opening quote, so the exact test
 # stays span_format_of's: this pre-filter only turns away what it could never accept.
 _MARKERS = tuple((fmt.marker, fmt.marker_value) for fmt in FORMATS)
-(_M0, _V0), (_M1, _V1), (_M2, _V2), (_M3, _V3), (_M4, _V4) = _MARKERS
 
 
-def _maybe_tool_span(attributes: Mapping[str, Any]) -> bool:
+def _maybe_tool_span_any(attributes: Mapping[str, Any]) -> bool:
     """False when no format's marker could make these attributes a tool span (the cheap reject)."""
+    get = attributes.get
+    for marker, value in _MARKERS:
+        found = get(marker)
+        if found is not None and (found == value or (type(found) is str and found[:1] == '"')):
+            return True
+    return False
+
+
+def _maybe_tool_span_five(attributes: Mapping[str, Any]) -> bool:
+    """:func:`_maybe_tool_span_any` unrolled for the five formats of today (no loop to run)."""
     get = attributes.get
     found = get(_M0)
     if found is not None and (found == _V0 or (type(found) is str and found[:1] == '"')):
@@ -121,6 +130,13 @@ def _maybe_tool_span(attributes: Mapping[str, Any]) -> bool:
         return True
     found = get(_M4)
     return found is not None and (found == _V4 or (type(found) is str and found[:1] == '"'))
+
+
+if len(_MARKERS) == 5:
+    (_M0, _V0), (_M1, _V1), (_M2, _V2), (_M3, _V3), (_M4, _V4) = _MARKERS
+    _maybe_tool_span = _maybe_tool_span_five
+else:  # a format was added to telemetry.span_formats: the loop serves until this is unrolled again
+    _maybe_tool_span = _maybe_tool_span_any
 
 
 def _raised(span: ReadableSpan) -> bool:

@@ -425,6 +425,16 @@ def test_a_failing_observer_never_raises_and_leaves_result_and_span_alone(
         found.provider.shutdown()
 
 
+@pytest.mark.parametrize("fmt", PEER_FORMATS)
+def test_the_cheap_reject_lets_every_format_through_and_turns_other_spans_away(fmt: str) -> None:
+    """The unrolled pre-filter and its loop agree, on every format's tool span and on other spans."""
+    _name, attrs = peer_attributes(fmt, "charge", "{}")
+    others: list[dict[str, Any]] = [{}, {c.GEN_AI_OPERATION_NAME: "chat"}, {c.OPENINFERENCE_SPAN_KIND: "LLM"}]
+    for check in (observe_module._maybe_tool_span_five, observe_module._maybe_tool_span_any):
+        assert check(attrs)
+        assert not any(check(other) for other in others)
+
+
 def test_an_unreadable_span_is_contained() -> None:
     """A span object whose attributes raise (not the SDK's): reported, counted, not raised."""
 
