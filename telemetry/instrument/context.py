@@ -86,6 +86,15 @@ def tool_call_id(call_id: str) -> Iterator[str]:
         _current_call_id.reset(token)
 
 
+_framework_set: ContextVar[tuple[AgentContext | None, AgentContext | None, str | None, str | None] | None] = ContextVar(
+    "outcome_telemetry_framework_context", default=None
+)
+"""What the innermost :func:`framework_context` block set, and what the user had set beneath it:
+(the agent context it set, the user's beneath; the call id it set, the user's beneath). A nested
+block (a tool that runs another agent) sees through the first two of each pair: what a framework
+set for the outer call is not the user's, so the inner call gets its own agent and call id."""
+
+
 @contextmanager
 def framework_context(
     agent_id: str | None, conversation_id: str | None, call_id: str | None
@@ -95,23 +104,37 @@ def framework_context(
     The framework integrations wrap each tool dispatch in this block. An enclosing
     :func:`agent` block keeps its agent id and conversation id (a missing conversation id is
     filled in), and an enclosing :func:`tool_call_id` block keeps its id: what the user set
-    explicitly always wins. Empty or non-string values are ignored, never raised about: they
-    come from a framework, not from the user.
+    explicitly always wins. What an enclosing ``framework_context`` block set (the outer call of
+    a tool that runs another agent) does not: the inner call records its own agent, run and call
+    id. Empty or non-string values are ignored, never raised about: they come from a framework,
+    not from the user.
     """
-    outer = _current_agent.get()
+    current, current_call = _current_agent.get(), _current_call_id.get()
+    outer, outer_call = current, current_call  # what the user set
+    mark = _framework_set.get()
+    if mark is not None:
+        if mark[0] is not None and current is mark[0]:
+            outer = mark[1]
+        if mark[2] is not None and current_call is mark[2]:
+            outer_call = mark[3]
     agent_id = outer.agent_id if outer is not None else _text(agent_id)
     conversation_id = (outer.conversation_id if outer is not None else None) or _text(conversation_id)
-    agent_token = None
+    ours: AgentContext | None = None
     if (agent_id is not None or conversation_id is not None) and (
         outer is None or outer.conversation_id != conversation_id
     ):
         # An empty agent id carries a conversation whose agent the framework did not name.
-        agent_token = _current_agent.set(AgentContext(agent_id or "", conversation_id))
-    call_id = None if _current_call_id.get() is not None else _text(call_id)
-    call_token = _current_call_id.set(call_id) if call_id is not None else None
+        ours = AgentContext(agent_id or "", conversation_id)
+    target = ours if ours is not None else outer
+    agent_token = _current_agent.set(target) if target is not current else None
+    their_call = None if outer_call is not None else _text(call_id)
+    call_target = outer_call if outer_call is not None else their_call
+    call_token = _current_call_id.set(call_target) if call_target is not current_call else None
+    mark_token = _framework_set.set((ours, outer, their_call, outer_call))
     try:
         yield
     finally:
+        _framework_set.reset(mark_token)
         if call_token is not None:
             _current_call_id.reset(call_token)
         if agent_token is not None:
