@@ -132,6 +132,12 @@ OUTCOME_IN_PROGRESS: Final = "in_progress"
 OUTCOME_RETRY_REQUESTED: Final = "retry_requested"
 """The tool asked the model to call it again with better arguments (pydantic-ai's ``ModelRetry``):
 the tool worked, the model's request did not."""
+OUTCOME_DEFERRED: Final = "deferred"
+"""The call was handed off to be finished elsewhere, later (pydantic-ai's ``CallDeferred``): a pause,
+not a failure; the result arrives in a later run."""
+OUTCOME_APPROVAL_REQUIRED: Final = "approval_required"
+"""The call waits for a human's approval before it runs (pydantic-ai's ``ApprovalRequired``): a
+pause, not a failure; the approved call is recorded again when it runs."""
 OUTCOME_OTHER: Final = "other"
 """Metric label for an outcome outside the vocabulary and the tool's declared set."""
 
@@ -154,6 +160,8 @@ OUTCOMES: Final = frozenset(
         OUTCOME_FORCED,
         OUTCOME_IN_PROGRESS,
         OUTCOME_RETRY_REQUESTED,
+        OUTCOME_DEFERRED,
+        OUTCOME_APPROVAL_REQUIRED,
     }
 )
 
@@ -369,9 +377,12 @@ LABEL_ALERTNAME: Final = "alertname"
 ANNOTATION_SUMMARY: Final = "summary"
 """The one-line alert annotation every shipped alert carries (``telemetry.demo.alerting`` reads it)."""
 
-NOT_BAD_OUTCOMES: Final = frozenset({OUTCOME_OK, OUTCOME_FORCED}) | REFUSAL_OUTCOMES
-"""Outcomes that are not a reported failure: success, an operator's counted force, and guard
-refusals (prevented failures with their own ratio alert). The reported-failures alert selects
+PAUSED_OUTCOMES: Final = frozenset({OUTCOME_DEFERRED, OUTCOME_APPROVAL_REQUIRED})
+"""Outcomes of a call that paused for a human or for later (human in the loop): not a failure."""
+
+NOT_BAD_OUTCOMES: Final = frozenset({OUTCOME_OK, OUTCOME_FORCED}) | REFUSAL_OUTCOMES | PAUSED_OUTCOMES
+"""Outcomes that are not a reported failure: success, an operator's counted force, guard
+refusals (prevented failures with their own ratio alert) and pauses (deferred, awaiting approval). The reported-failures alert selects
 ``tool_calls_total`` outside this set; a test checks each copy of the regex against it."""
 
 RULE_CALLS_RATE5M: Final = "tool:tool_calls:rate5m"
