@@ -2,18 +2,23 @@
 
 It stands in for a ClickHouse server, which cannot run here (Debian's clickhouse-server predates
 Map columns; no other build can be installed). It speaks the part of the HTTP interface the
-client uses: the query in the body (or ``query=``), ``param_NAME`` values bound server-side by
-the engine (never substituted here), ``default_format``, user and password (basic auth or
+client uses: the query in the body (or ``query=``, or a ``multipart/form-data`` field, as the
+client sends it once its parameters are long), ``param_NAME`` values bound server-side by the
+engine (never substituted here), ``default_format``, user and password (basic auth or
 ``X-ClickHouse-User``/``-Key``), errors as ``Code: N. DB::Exception`` bodies with the
-``X-ClickHouse-Exception-Code`` header, and results streamed in chunks. Set ``CLICKHOUSE_URL`` to
-run the same tests against a real server instead.
+``X-ClickHouse-Exception-Code`` header, results streamed in chunks, and the
+``X-ClickHouse-Summary`` header (rows and bytes read; ``requests`` also keeps each query's wall and
+CPU seconds, for the benchmark). Set ``CLICKHOUSE_URL`` to run the same tests against a real server
+instead.
 """
 
 from __future__ import annotations
 
 import base64
+import json
 import re
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Optional
 from urllib.parse import parse_qsl, urlsplit
@@ -74,6 +79,10 @@ class ChdbHttpServer:
     def handle(self, handler: BaseHTTPRequestHandler, body: bytes) -> None:
         url = urlsplit(handler.path)
         query = dict(parse_qsl(url.query, keep_blank_values=True))
+        content_type = handler.headers.get("Content-Type") or ""
+        if content_type.startswith("multipart/form-data"):  # long parameters travel as form fields
+            query.update(_form_fields(content_type, body))
+            body = b""
         sql = (query.get("query", "") + "\n" + body.decode()).strip()
         params = {k[len("param_"):]: v for k, v in query.items() if k.startswith("param_")}
         self.requests.append({"sql": sql, "params": params, "query": query})
@@ -85,8 +94,10 @@ class ChdbHttpServer:
         fmt = query.get("default_format", "TabSeparated")
         try:
             with self.lock:
+                started, cpu = time.perf_counter(), time.process_time()
                 result = self.session.query(sql, fmt, params=params or None)
-            data = result.bytes() if hasattr(result, "bytes") else bytes(result)
+                data = result.bytes() if hasattr(result, "bytes") else bytes(result)
+                self.requests[-1].update(_stats(result, time.perf_counter() - started, time.process_time() - cpu))
         except Exception as exc:  # the engine's own error text, as the server would send it
             text = str(exc)
             match = _CODE.search(text)
@@ -97,7 +108,10 @@ class ChdbHttpServer:
         handler.send_header("Content-Type", "application/octet-stream")
         handler.send_header("Transfer-Encoding", "chunked")
         handler.send_header("X-ClickHouse-Format", fmt)
-        handler.send_header("X-ClickHouse-Summary", '{"read_rows":"0"}')
+        summary = {"read_rows": str(self.requests[-1].get("read_rows", 0)),
+                   "read_bytes": str(self.requests[-1].get("read_bytes", 0)),
+                   "elapsed_ns": str(int(self.requests[-1].get("seconds", 0) * 1e9))}
+        handler.send_header("X-ClickHouse-Summary", json.dumps(summary, separators=(",", ":")))
         handler.end_headers()
         for start in range(0, len(data), CHUNK):
             piece = data[start:start + CHUNK]
@@ -113,6 +127,31 @@ class ChdbHttpServer:
         handler.send_header("Content-Length", str(len(data)))
         handler.end_headers()
         handler.wfile.write(data)
+
+
+def _stats(result: Any, seconds: float, cpu_seconds: float) -> dict[str, Any]:
+    """What a query cost the engine: its wall and CPU seconds (the whole server process's, one
+    query at a time) and the rows and bytes it read from storage, as a server's summary says."""
+    rows = getattr(result, "storage_rows_read", None)
+    read = getattr(result, "storage_bytes_read", None)
+    return {"seconds": seconds, "cpu_seconds": cpu_seconds,
+            "read_rows": int(rows()) if callable(rows) else 0, "read_bytes": int(read()) if callable(read) else 0}
+
+
+def _form_fields(content_type: str, body: bytes) -> dict[str, str]:
+    """The fields of a ``multipart/form-data`` body (the query and its ``param_NAME`` values, as
+    clickhouse-connect sends them once they are too long for the URL)."""
+    from email.parser import BytesParser
+    from email.policy import HTTP
+
+    message = BytesParser(policy=HTTP).parsebytes(b"Content-Type: " + content_type.encode() + b"\r\n\r\n" + body)
+    fields = {}
+    for part in message.iter_parts():
+        name = part.get_param("name", header="content-disposition")
+        payload = part.get_payload(decode=True)
+        if isinstance(name, str) and isinstance(payload, bytes):
+            fields[name] = payload.decode()
+    return fields
 
 
 def closed_port() -> int:

@@ -58,8 +58,31 @@ PARTITION BY toDate(Timestamp)
 PRIMARY KEY (ServiceName, SpanName, toDateTime(Timestamp))
 ORDER BY (ServiceName, SpanName, toDateTime(Timestamp), Timestamp)
 TTL toDateTime(Timestamp) + toIntervalDay({ttl_days})
+SETTINGS index_granularity = {granularity}, ttl_only_drop_parts = 1
+"""
+
+LOOKUP_DDL = """
+CREATE TABLE IF NOT EXISTS {database}.{table}_trace_id_ts (
+    TraceId String CODEC(ZSTD(1)),
+    Start SimpleAggregateFunction(min, DateTime) CODEC(ZSTD(1)),
+    End SimpleAggregateFunction(max, DateTime) CODEC(ZSTD(1))
+) ENGINE = MergeTree
+PARTITION BY toStartOfWeek(Start)
+ORDER BY (TraceId)
+TTL toDateTime(Start) + toIntervalDay({ttl_days})
 SETTINGS index_granularity = 8192, ttl_only_drop_parts = 1
 """
+"""The exporter's trace-id lookup table (``traces_id_ts_lookup_table.sql``, MergeTree, with the TTL)."""
+
+LOOKUP_VIEW = """
+CREATE MATERIALIZED VIEW IF NOT EXISTS {database}.{table}_trace_id_ts_mv
+TO {database}.{table}_trace_id_ts
+AS SELECT TraceId, min(Timestamp) AS Start, max(Timestamp) AS End
+FROM {database}.{table}
+WHERE TraceId != ''
+GROUP BY TraceId
+"""
+"""The materialised view that fills it on every insert (``traces_id_ts_lookup_mv.sql``)."""
 
 COLUMNS = ["Timestamp", "TraceId", "SpanId", "ParentSpanId", "TraceState", "SpanName", "SpanKind",
            "ServiceName", "ResourceAttributes", "ScopeName", "ScopeVersion", "SpanAttributes", "Duration",
@@ -71,8 +94,10 @@ _ENUM_KINDS = {"SPAN_KIND_" + k.upper(): i for i, k in enumerate(_KINDS)}
 _ENUM_STATUSES = {"STATUS_CODE_" + s.upper(): i for i, s in enumerate(_STATUSES)}
 
 
-def ddl(database: str = "otel", table: str = "otel_traces") -> str:
-    return EXPORTER_DDL.format(database=database, table=table, ttl_days=TTL_DAYS)
+def ddl(database: str = "otel", table: str = "otel_traces", granularity: int = 8192) -> str:
+    """The exporter's DDL; a test of index use may ask for smaller granules (the exporter's 8192
+    rows would need a million-row table to show a granule skipped)."""
+    return EXPORTER_DDL.format(database=database, table=table, ttl_days=TTL_DAYS, granularity=granularity)
 
 
 def _go_json(value: Any) -> str:
@@ -166,10 +191,15 @@ def insert_rows(client: Any, rows: list[list[Any]], database: str = "otel", tabl
     client.command(f"TRUNCATE TABLE {database}.{table}_staging")
 
 
-def create(client: Any, database: str = "otel", table: str = "otel_traces") -> None:
-    """The exporter's database and table, plus a staging table the tests insert through."""
+def create(client: Any, database: str = "otel", table: str = "otel_traces", *, lookup: bool = False,
+           granularity: int = 8192) -> None:
+    """The exporter's database and table, plus a staging table the tests insert through; with
+    ``lookup``, the trace-id lookup table and the view that fills it, as the exporter makes them."""
     client.command(f"CREATE DATABASE IF NOT EXISTS {database}")
-    client.command(ddl(database, table))
+    client.command(ddl(database, table, granularity))
+    if lookup:
+        client.command(LOOKUP_DDL.format(database=database, table=table, ttl_days=TTL_DAYS))
+        client.command(LOOKUP_VIEW.format(database=database, table=table))
     client.command(f"CREATE TABLE IF NOT EXISTS {database}.{table}_staging (TimestampText String, "
                    "TraceId String, SpanId String, ParentSpanId String, TraceState String, SpanName String, "
                    "SpanKind String, ServiceName String, ResourceAttributes Map(String, String), ScopeName String, "

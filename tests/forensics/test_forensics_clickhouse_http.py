@@ -119,7 +119,7 @@ def test_values_travel_as_parameters_never_in_the_sql(server: dict[str, Any], da
     with open_clickhouse(server["url"], last="1d", service=hostile) as ch:
         assert ch.load_report.spans == 0
     if server["requests"] is not None:
-        spans_request = [r for r in server["requests"] if "arrayFilter" in r["sql"]][-1]
+        spans_request = [r for r in server["requests"] if "mapFilter" in r["sql"]][-1]
         assert hostile not in spans_request["sql"] and "'" not in spans_request["sql"].split("FORMAT")[0]
         # sent in ClickHouse's escaped text form (a quote as \'), which the server parses as a value
         assert hostile.replace("'", "\\'") in spans_request["params"].values()

@@ -17,11 +17,13 @@ from telemetry.exceptions import (
 )
 from telemetry.forensics.clickhouse import Window, attribute_keys, parse_url, spans_select, window
 from telemetry.forensics.clickhouse.client import error_for
+from telemetry.forensics.clickhouse.keys import PEER_KEY_PREFIXES, PEER_KEYS
 from telemetry.forensics.clickhouse.select import (
     IDENTIFIER,
     KIND_SPELLINGS,
     STATUS_SPELLINGS,
     check_columns,
+    is_lookup_table,
     normalize_type,
     quote_identifier,
 )
@@ -30,13 +32,37 @@ from telemetry.runtime.resources import data_file
 W = Window(1_000, 2_000, "svc")
 
 
-def test_the_keys_read_are_exactly_those_spans_sql_types_and_arrays_are_the_constraint_lists() -> None:
+def test_the_keys_read_are_those_spans_sql_types_and_the_peer_keys_and_arrays_are_the_constraint_lists() -> None:
     keys = attribute_keys()
     sql = data_file("queries", "spans.sql").read_text(encoding="utf-8")
-    assert set(keys.keys) == set(re.findall(r"list_position\(attribute_keys, '([^']+)'\)", sql))
+    assert set(keys.keys) == set(re.findall(r"list_position\(attribute_keys, '([^']+)'\)", sql)) | set(PEER_KEYS)
+    assert len(keys.keys) == len(set(keys.keys))
     assert keys.arrays == {c.DELEGATION_CONSTRAINTS_CARRIED, c.DELEGATION_CONSTRAINTS_WAIVED,
                            c.DELEGATION_WAIVER_REASONS}
     assert c.GEN_AI_CONVERSATION_ID not in keys.tool_keys and c.TOOL_KIND in keys.tool_keys
+    assert c.OI_TOOL_NAME in keys.tool_keys and c.GEN_AI_TOOL_CALL_RESULT in keys.tool_keys
+    for everywhere in (c.OI_INPUT_VALUE, c.OI_SESSION_ID, c.OPENINFERENCE_SPAN_KIND, c.GEN_AI_OPERATION_NAME,
+                       c.TRACELOOP_ENTITY_NAME, c.LANGFUSE_SESSION_ID, c.MLFLOW_SPAN_INPUTS):
+        assert everywhere in keys.keys and everywhere not in keys.tool_keys, everywhere
+    assert keys.markers[c.OPENINFERENCE_SPAN_KIND] == ("TOOL", "tool", '"TOOL"', '"tool"')
+    assert '"TOOL"' in keys.markers[c.MLFLOW_SPAN_TYPE] and c.OPERATION_EXECUTE_TOOL in keys.markers[c.GEN_AI_OPERATION_NAME]
+    assert keys.prefixes == (c.OI_LLM_OUTPUT_MESSAGES + ".",)
+
+
+def test_the_keys_other_instrumentations_write_are_fetched() -> None:
+    """The peer formats' keys forensics reads on their spans (whatever spans.sql reads is fetched
+    as well, by construction), and the OpenInference output messages by prefix."""
+    keys = attribute_keys()
+    for key in (c.GEN_AI_OPERATION_NAME, c.GEN_AI_TOOL_CALL_ARGUMENTS, c.GEN_AI_TOOL_CALL_RESULT,
+                c.GEN_AI_TOOL_STATUS, c.OPENINFERENCE_SPAN_KIND, c.OI_TOOL_NAME, c.OI_INPUT_VALUE, c.OI_OUTPUT_VALUE,
+                c.OI_SESSION_ID, c.OI_TOOL_CALL_ID, c.TRACELOOP_SPAN_KIND, c.TRACELOOP_ENTITY_NAME,
+                c.TRACELOOP_ENTITY_INPUT, c.TRACELOOP_ENTITY_OUTPUT, c.TRACELOOP_WORKFLOW_NAME,
+                c.LANGFUSE_OBSERVATION_TYPE, c.LANGFUSE_OBSERVATION_INPUT, c.LANGFUSE_OBSERVATION_OUTPUT,
+                c.LANGFUSE_SESSION_ID, c.MLFLOW_SPAN_TYPE, c.MLFLOW_SPAN_INPUTS, c.MLFLOW_SPAN_OUTPUTS,
+                c.MLFLOW_TRACE_REQUEST_ID):
+        assert key in PEER_KEYS and key in keys.keys, key
+    assert any(f"{c.OI_LLM_OUTPUT_MESSAGES}.0.message.tool_calls.0.tool_call.id".startswith(p)
+               for p in PEER_KEY_PREFIXES)
 
 
 def test_the_select_binds_every_value_and_holds_no_quote() -> None:
@@ -48,8 +74,51 @@ def test_the_select_binds_every_value_and_holds_no_quote() -> None:
     assert "svc" in values and 1_000 in values and 2_000 in values and 11 in values
     assert list(attribute_keys().keys) in values
     assert "FROM `otel`.`otel_traces`" in select.sql
-    assert "mapContains(SpanAttributes" in select.sql and "JSONExtract(SpanAttributes[k]" in select.sql
     assert "ServiceName = {" in select.sql and "LIMIT {" in select.sql
+
+
+def test_the_map_is_cut_by_one_map_filter_and_no_lambda_captures_it() -> None:
+    """ClickHouse copies a column a lambda captures once per array element: the map goes through
+    mapFilter (its own lambda sees one key and value at a time), never into arrayMap/arrayFilter."""
+    sql = spans_select("otel", "otel_traces", W, 11).sql
+    assert sql.count("mapFilter((k, v) -> has({") == 1 and "startsWith(k, {" in sql
+    assert "mapKeys(kept)" in sql and "mapValues(kept)" in sql
+    for lambda_body in re.findall(r"array(?:Map|Filter|Exists)\(\(?[a-z, ]+\)? ->(.*?), (?:attribute_keys|mapValues)", sql):
+        assert "SpanAttributes" not in lambda_body, lambda_body
+    assert "arrayFilter" not in sql and "JSONExtract(v," in sql
+
+
+def test_every_read_of_the_table_is_bounded_by_the_padded_window() -> None:
+    window = Window(10**18, 10**18 + 60 * 10**9, None, padding_ns=5 * 10**9)
+    select = spans_select("otel", "otel_traces", window, 11)
+    reads = select.sql.count("FROM `otel`.`otel_traces`")
+    assert reads == 3  # the runs picked, the tool spans with their parents' ids, the rows
+    assert select.sql.count("Timestamp >= fromUnixTimestamp64Nano(") == reads
+    values = set(v for v in select.parameters.values() if isinstance(v, int))
+    assert {10**18, 10**18 + 60 * 10**9, 10**18 - 5 * 10**9, 10**18 + 65 * 10**9} <= values
+    assert select.sql.count("picked_runs") == 3 and select.sql.count("groupUniqArray(") == 1  # chosen once
+
+
+def test_with_the_lookup_table_the_bounds_reach_the_picked_traces_whole() -> None:
+    select = spans_select("otel", "otel_traces", W, 11, lookup="otel_traces_trace_id_ts")
+    assert "FROM `otel`.`otel_traces_trace_id_ts` WHERE TraceId IN (SELECT arrayJoin(tupleElement(picked, 2)))" in select.sql
+    assert select.sql.count("Timestamp >= tupleElement(bounds, 1) AND Timestamp < tupleElement(bounds, 2)") == 2
+    assert "least(" in select.sql and "greatest(" in select.sql
+    with pytest.raises(ClickHouseInputError, match="not a plain identifier"):
+        spans_select("otel", "otel_traces", W, 11, lookup="x`y")
+
+
+@pytest.mark.parametrize("columns, expected", [
+    ({"TraceId": "String", "Start": "SimpleAggregateFunction(min, DateTime)",
+      "End": "SimpleAggregateFunction(max, DateTime)"}, True),
+    ({"TraceId": "String", "Start": "DateTime64(9)", "End": "DateTime64(9)"}, True),
+    ({"TraceId": "String", "Start": "DateTime", "End": "DateTime('UTC')"}, True),
+    ({"TraceId": "String", "Start": "DateTime"}, False),
+    ({"TraceId": "UInt64", "Start": "DateTime", "End": "DateTime"}, False),
+    ({}, False),
+])
+def test_the_lookup_table_is_recognised_in_each_exporter_version(columns: dict[str, str], expected: bool) -> None:
+    assert is_lookup_table(columns) is expected
 
 
 def test_without_a_service_there_is_no_service_filter() -> None:

@@ -1,34 +1,39 @@
 """The ClickHouse select that fetches exactly what the forensics questions read from ``otel_traces``.
 
-Generated, never hand-written per question: the attribute keys come from the packaged
-``queries/spans.sql`` (every key its typing macro reads), so a question that starts reading a new
-attribute is fetched from ClickHouse too. Everything that is a value (keys, spellings, the
-window, the service, the limit) is a bound ``{name:Type}`` parameter; the two identifiers
-(database, table) are validated and quoted. The SQL text therefore holds no quote character.
+Generated, never hand-written per question: the attribute keys are those the packaged
+``queries/spans.sql`` reads and those other instrumentations write (``keys.py``). Everything that
+is a value (keys, spellings, the window, the service, the limit) is a bound ``{name:Type}``
+parameter; the identifiers (database, tables) are validated and quoted. The SQL text therefore
+holds no quote character.
 
-What runs in ClickHouse: the window and service filter (on the table's primary key and
-partitions), the tool-span filter, the choice of whole runs, the direct parents of their tool
-spans, and the reduction of the attribute maps to the keys read. What comes back: one row per
-span, as text (times included) and lists of text, as Arrow.
+What runs in ClickHouse: the choice of runs (those with a tool span in the window, of the service
+if one is named), whole, with the direct parents of their tool spans; every read of the table is
+bounded in time (the window, padded for the runs that straddle it, and widened to the whole of
+their traces when the exporter's ``<table>_trace_id_ts`` lookup table says where they lie), so it
+costs what the window holds, not what the table holds. Each attribute map is cut to the keys read
+with one ``mapFilter`` per row. What comes back: one row per span, as text (times included) and
+lists of text, as Arrow.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from functools import lru_cache
 from typing import Any, Optional
 
-from ... import conventions as c
-from ...runtime.resources import data_file
 from ...exceptions import ClickHouseInputError, ClickHouseSchemaError, ClickHouseTableMissing
+from ..loading import MAX_LINE_BYTES
+from .keys import NOT_TOOL_KEYS, RUN_KEYS, AttributeKeys, attribute_keys
 
 __all__ = [
     "IDENTIFIER",
     "KIND_SPELLINGS",
+    "LOOKUP_SUFFIX",
+    "MAX_ROW_BYTES",
     "NOT_TOOL_KEYS",
     "REQUIRED_COLUMNS",
     "RUN_KEYS",
+    "RUN_PADDING_NS",
     "STATUS_SPELLINGS",
     "AttributeKeys",
     "SpansSelect",
@@ -36,6 +41,7 @@ __all__ = [
     "attribute_keys",
     "check_columns",
     "columns_select",
+    "is_lookup_table",
     "normalize_type",
     "quote_identifier",
     "spans_select",
@@ -43,13 +49,6 @@ __all__ = [
 
 IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,199}")
 """Database and table names accepted: ClickHouse's plain identifiers (anything else is refused)."""
-
-RUN_KEYS = (c.GEN_AI_CONVERSATION_ID,)
-"""The attribute that names a run; a span without it belongs to the run named by its trace id."""
-
-NOT_TOOL_KEYS = frozenset({c.GEN_AI_CONVERSATION_ID, c.GEN_AI_AGENT_ID, c.ERROR_TYPE})
-"""Keys the questions read that non-tool spans also carry (a chat span, an HTTP error): having
-only these does not make a span a tool span."""
 
 KIND_SPELLINGS: dict[str, tuple[str, ...]] = {
     "SPAN_KIND_UNSPECIFIED": ("", "Unspecified", "SPAN_KIND_UNSPECIFIED"),
@@ -87,35 +86,23 @@ REQUIRED_COLUMNS: dict[str, tuple[str, ...]] = {
 """The ``otel_traces`` columns read and the types accepted (``LowCardinality`` aside): those the
 Collector's clickhouseexporter creates."""
 
-_READ = re.compile(r"\b(attribute_values|attribute_arrays)\[list_position\(attribute_keys, '([^']+)'\)\]")
+LOOKUP_SUFFIX = "_trace_id_ts"
+"""The exporter's lookup table beside ``<table>``: per trace id, the first and last span start
+(``Start``, ``End``), kept by a materialised view on every insert."""
 
+_LOOKUP_TIME = re.compile(r"(?:SimpleAggregateFunction\((?:min|max),\s*)?DateTime(?:64\(\d\))?(?:\(\s*'[^']*'\s*\))?\)?")
+"""``Start``/``End`` as the exporter's versions declare them: ``DateTime64(9)``, ``DateTime`` or
+``SimpleAggregateFunction(min|max, DateTime)``."""
 
-@dataclass(frozen=True)
-class AttributeKeys:
-    """The span attribute keys the span typing reads, in order, and which of them are arrays."""
+RUN_PADDING_NS = 3600 * 10**9
+"""How far before and after the window a picked run's spans are read (1 hour): a run that started
+before ``--since`` or goes on past ``--until`` is read whole if it lies within this much of the
+window (and its traces wholly, however long, when the lookup table exists)."""
 
-    keys: tuple[str, ...]
-    arrays: frozenset[str]
-
-    @property
-    def tool_keys(self) -> tuple[str, ...]:
-        """Keys whose presence makes a span a tool span."""
-        return tuple(k for k in self.keys if k not in NOT_TOOL_KEYS)
-
-
-@lru_cache(maxsize=1)
-def attribute_keys() -> AttributeKeys:
-    """Read the keys from the packaged ``spans.sql`` (the one place that says what is read)."""
-    text = data_file("queries", "spans.sql").read_text(encoding="utf-8")
-    keys: list[str] = []
-    arrays: set[str] = set()
-    for column, key in _READ.findall(text):
-        if key not in keys:
-            keys.append(key)
-        if column == "attribute_arrays":
-            arrays.add(key)
-    return AttributeKeys(tuple(keys), frozenset(arrays))
-
+MAX_ROW_BYTES = MAX_LINE_BYTES
+"""The most bytes of attribute values one row may bring (the JSON-lines default
+``--max-line-bytes``): a larger row is a bad row (refused, or skipped and counted with
+``--skip-bad-lines``), never cut; its values are not sent."""
 
 def quote_identifier(name: str, what: str) -> str:
     """``name`` quoted with backticks after checking it is a plain identifier; refuse anything else."""
@@ -130,6 +117,12 @@ def normalize_type(type_name: str) -> str:
     """A column type without ``LowCardinality(...)`` wrappers or a ``DateTime64`` time zone."""
     out = re.sub(r"LowCardinality\(([^()]*)\)", r"\1", type_name)
     return re.sub(r"DateTime64\((\d+)(?:,\s*'[^']*')?\)", r"DateTime64(\1)", out)
+
+
+def is_lookup_table(columns: dict[str, str]) -> bool:
+    """Whether ``columns`` are those of the exporter's trace-id lookup table (any of its versions)."""
+    return (normalize_type(columns.get("TraceId", "")) == "String"
+            and all(_LOOKUP_TIME.fullmatch(columns.get(name, "")) for name in ("Start", "End")))
 
 
 def check_columns(columns: dict[str, str], where: str) -> None:
@@ -152,23 +145,31 @@ def check_columns(columns: dict[str, str], where: str) -> None:
 
 @dataclass
 class _Binder:
-    """Hands out ``{pN:Type}`` placeholders and collects their values."""
+    """Hands out ``{pN:Type}`` placeholders and collects their values; a value bound twice with
+    one type gets one placeholder (the parameters travel in the URL while they are short)."""
 
     values: dict[str, Any] = field(default_factory=dict)
+    _given: dict[str, str] = field(default_factory=dict)
 
     def __call__(self, value: Any, type_name: str) -> str:
-        name = f"p{len(self.values)}"
-        self.values[name] = value
-        return f"{{{name}:{type_name}}}"
+        key = repr((type(value).__name__, value, type_name))
+        if key not in self._given:
+            name = f"p{len(self.values)}"
+            self.values[name] = value
+            self._given[key] = f"{{{name}:{type_name}}}"
+        return self._given[key]
 
 
 @dataclass(frozen=True)
 class Window:
-    """Which runs to fetch: those with a tool span starting in [since, until) (ns since the epoch)."""
+    """Which runs to fetch: those with a tool span starting in [since, until) (ns since the epoch),
+    of ``service`` if one is named; their spans are read from ``padding_ns`` before the window to
+    ``padding_ns`` after it."""
 
     since_ns: int
     until_ns: int
     service: Optional[str] = None
+    padding_ns: int = RUN_PADDING_NS
 
 
 @dataclass(frozen=True)
@@ -186,34 +187,91 @@ def _spelling(column: str, spellings: dict[str, tuple[str, ...]], bind: _Binder)
     return f"multiIf({', '.join(branches)}, {column})"
 
 
-def spans_select(database: str, table: str, window: Window, limit: int) -> SpansSelect:
+def _run(bind: _Binder) -> str:
+    """The run a span belongs to: the first run key it has, else its trace id."""
+    branches = []
+    for key in RUN_KEYS:
+        bound = bind(key, "String")
+        branches.append(f"mapContains(SpanAttributes, {bound}), SpanAttributes[{bound}]")
+    return f"multiIf({', '.join(branches)}, lower(TraceId))"
+
+
+def _tool(keys: AttributeKeys, bind: _Binder) -> str:
+    """Whether a span is a tool span, as two conditions: the first reads only the map's keys (so
+    ClickHouse can drop most other spans before it reads any value), the second decides."""
+    markers = keys.markers
+    ours = f"hasAny(mapKeys(SpanAttributes), {bind(list(keys.tool_keys), 'Array(String)')})"
+    if not markers:
+        return ours
+    candidate = f"({ours} OR hasAny(mapKeys(SpanAttributes), {bind(list(markers), 'Array(String)')}))"
+    decide = [ours] + [f"has({bind(list(values), 'Array(String)')}, SpanAttributes[{bind(key, 'String')}])"
+                       for key, values in markers.items()]
+    return f"{candidate} AND ({' OR '.join(decide)})"
+
+
+def _time(ns: int, bind: _Binder) -> str:
+    return f"fromUnixTimestamp64Nano({bind(max(min(ns, _INT64_MAX), -_INT64_MAX), 'Int64')})"
+
+
+_INT64_MAX = 2**63 - 1
+
+
+def spans_select(database: str, table: str, window: Window, limit: int, *, lookup: Optional[str] = None,
+                 max_row_bytes: int = MAX_ROW_BYTES) -> SpansSelect:
     """The select of every tool span of every run that has a tool span in ``window``, and of the
     spans that are not tool spans but parent one of them (an agent's or a server's span: the
     clock-skew evidence compares a child with its parent).
 
-    Times come back as decimal text, computed without wrapping (``Int128``), so a time before
-    1970 or an end past 2^63 reaches the same range checks as a JSON line instead of turning
-    into a plausible number. At most ``limit`` rows come back (the caller asks for one more than
-    it accepts, to tell a full result from a cut one).
+    The runs are chosen once (a scalar subquery over the window); their spans are read from the
+    window padded by ``window.padding_ns`` on both sides, widened to the first and last span of
+    their traces when ``lookup`` names the exporter's trace-id lookup table (``<table>_trace_id_ts``,
+    in ``database``). Times come back as decimal text, computed without wrapping (``Int128``), so a
+    time before 1970 or an end past 2^63 reaches the same range checks as a JSON line instead of
+    turning into a plausible number. A row whose attribute values add up to more than
+    ``max_row_bytes`` comes back without them and with ``attribute_bytes`` saying how many there
+    were. At most ``limit`` rows come back (the caller asks for one more than it accepts, to tell a
+    full result from a cut one).
     """
     if window.until_ns <= window.since_ns:
         raise ClickHouseInputError("the time window is empty: --until must be later than --since")
+    if window.padding_ns < 0:
+        raise ClickHouseInputError(f"the run padding must not be negative, not {window.padding_ns!r} ns")
     source = f"{quote_identifier(database, 'database')}.{quote_identifier(table, 'table')}"
     bind = _Binder()
     keys = attribute_keys()
     read = bind(list(keys.keys), "Array(String)")
+    keep = " OR ".join([f"has({read}, k)"] + [f"startsWith(k, {bind(p, 'String')})" for p in keys.prefixes])
+    kept = f"mapFilter((k, v) -> {keep}, SpanAttributes)"
+    fits = f"attribute_bytes <= {bind(int(max_row_bytes), 'UInt64')}"
     arrays = bind(sorted(keys.arrays), "Array(String)")
-    json_array = bind("Array", "String")
+    is_array = f"(has({arrays}, k) AND JSONType(v) = {bind('Array', 'String')})"
     as_strings = bind("Array(String)", "String")
-    tool = f"hasAny(mapKeys(SpanAttributes), {bind(list(keys.tool_keys), 'Array(String)')})"
-    run_key = bind(RUN_KEYS[0], "String")
-    run = f"if(mapContains(SpanAttributes, {run_key}), SpanAttributes[{run_key}], lower(TraceId))"
-    is_array = f"(has({arrays}, k) AND JSONType(SpanAttributes[k]) = {json_array})"
-    in_window = (f"Timestamp >= fromUnixTimestamp64Nano({bind(window.since_ns, 'Int64')}) "
-                 f"AND Timestamp < fromUnixTimestamp64Nano({bind(window.until_ns, 'Int64')})")
+    tool = _tool(keys, bind)
+    run = _run(bind)
+    in_window = f"Timestamp >= {_time(window.since_ns, bind)} AND Timestamp < {_time(window.until_ns, bind)}"
     if window.service is not None:
         in_window += f" AND ServiceName = {bind(window.service, 'String')}"
-    sql = f"""WITH picked AS (SELECT DISTINCT {run} FROM {source} WHERE {in_window} AND {tool})
+    lowest, highest = _time(window.since_ns - window.padding_ns, bind), _time(window.until_ns + window.padding_ns, bind)
+    if lookup is None:
+        picked = f"(SELECT groupUniqArray({run}) FROM {source} WHERE {in_window} AND {tool}) AS picked_runs"
+        bounds = f"Timestamp >= {lowest} AND Timestamp < {highest}"
+    else:
+        table_ts = f"{quote_identifier(database, 'database')}.{quote_identifier(lookup, 'table')}"
+        picked = (f"(SELECT (groupUniqArray({run}), groupUniqArray(TraceId)) FROM {source} "
+                  f"WHERE {in_window} AND {tool}) AS picked,\n"
+                  f"    tupleElement(picked, 1) AS picked_runs,\n"
+                  f"    (SELECT (least({lowest}, ifNull(minOrNull(toDateTime64(Start, 9)), {lowest})),\n"
+                  f"             greatest({highest}, ifNull(maxOrNull(toDateTime64(End, 9)) + toIntervalSecond(1), {highest})))\n"
+                  f"     FROM {table_ts} WHERE TraceId IN (SELECT arrayJoin(tupleElement(picked, 2)))) AS bounds")
+        bounds = "Timestamp >= tupleElement(bounds, 1) AND Timestamp < tupleElement(bounds, 2)"
+    chosen = f"{run} IN (SELECT arrayJoin(picked_runs))"
+    sql = f"""WITH
+    {picked},
+    {kept} AS kept,
+    toUInt64(arraySum(arrayMap(v -> length(v), mapValues(kept)))) AS attribute_bytes,
+    if({fits}, CAST(mapKeys(kept) AS Array(String)), []) AS kept_keys,
+    if({fits}, mapValues(kept), []) AS kept_values,
+    hasAny(kept_keys, {arrays}) AS kept_arrays
 SELECT
     toString(TraceId) AS trace_id,
     toString(SpanId) AS span_id,
@@ -227,14 +285,18 @@ SELECT
     toString(ServiceName) AS service_name,
     toString(ScopeName) AS scope_name,
     toString(ScopeVersion) AS scope_version,
-    arrayFilter(k -> mapContains(SpanAttributes, k), {read}) AS attribute_keys,
-    arrayMap(k -> if({is_array}, NULL, SpanAttributes[k]), attribute_keys) AS attribute_values,
-    arrayMap(k -> if({is_array}, JSONExtract(SpanAttributes[k], {as_strings}), []), attribute_keys)
-        AS attribute_arrays
+    attribute_bytes,
+    kept_keys AS attribute_keys,
+    if(kept_arrays, arrayMap((k, v) -> if({is_array}, NULL, v), kept_keys, kept_values),
+       CAST(kept_values AS Array(Nullable(String)))) AS attribute_values,
+    if(kept_arrays, arrayMap((k, v) -> if({is_array}, JSONExtract(v, {as_strings}), []), kept_keys, kept_values),
+       []) AS attribute_arrays
 FROM {source}
-WHERE ({tool} AND {run} IN picked)
-   OR (NOT {tool} AND (TraceId, SpanId) IN (
-       SELECT TraceId, ParentSpanId FROM {source} WHERE {tool} AND notEmpty(ParentSpanId) AND {run} IN picked))
+WHERE {bounds}
+  AND (TraceId, SpanId) IN (
+      SELECT TraceId, arrayJoin(if(empty(ParentSpanId), [SpanId], [SpanId, ParentSpanId])) FROM {source}
+      WHERE {bounds} AND {tool} AND {chosen})
+  AND (NOT ({tool}) OR {chosen})
 LIMIT {bind(int(limit), 'UInt64')}"""
     return SpansSelect(sql=sql, parameters=dict(bind.values))
 
