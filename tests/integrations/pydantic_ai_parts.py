@@ -97,3 +97,48 @@ def scripted_planner(store: Any) -> FunctionModel:
         return ModelResponse(parts=[TextPart("done")])
 
     return FunctionModel(model)
+
+
+# --- round two: nested agents, pauses, run-time toolsets, prefixed names, refused arguments ---
+
+def scripted(*turns: list[Any]) -> FunctionModel:
+    """A model that answers turn i with ``turns[i]`` (parts), then ``done``."""
+    seen = {"n": 0}
+
+    def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        n = seen["n"]
+        seen["n"] += 1
+        return ModelResponse(parts=list(turns[n]) if n < len(turns) else [TextPart("done")])
+
+    return FunctionModel(model)
+
+
+def search(query: str) -> str:
+    """Search the inventory."""
+    return f"{query}: 3 in stock"
+
+
+def count(n: int) -> int:
+    """Count to n."""
+    return n
+
+
+def researcher() -> Agent[None, str]:
+    """The inner agent: looks something up once."""
+    return Agent(scripted([ToolCallPart("lookup", {"query": "inner"}, tool_call_id="inner-1")]), name="researcher",
+                 tools=[Tool(lookup, metadata={"readOnlyHint": True})])
+
+
+INNER: dict[str, Agent[None, str]] = {}
+
+
+async def ask_researcher(ctx: RunContext[None], question: str) -> str:
+    """Ask the research agent (the agent-delegation pattern: a tool that runs another agent)."""
+    result = await INNER["researcher"].run(question, usage=ctx.usage)
+    return result.output
+
+
+def lead(inner: Agent[None, str]) -> Agent[None, str]:
+    INNER["researcher"] = inner
+    return Agent(scripted([ToolCallPart("ask_researcher", {"question": "stock?"}, tool_call_id="outer-1")]),
+                 name="lead", tools=[ask_researcher])
