@@ -182,12 +182,28 @@ def _object_outcome(result: Any) -> str | None:
     return None
 
 
+_RULE_KEYS = {"status_code", c.ENVELOPE_OK, c.ENVELOPE_REJECTED, "isError", "success", "status", "errors", "jsonrpc"}
+"""Every key whose presence can make a mapping's verdict anything but plain ``OK``: the status
+rule's and each key :func:`_mapping_outcome` tests before it reads any other (the others, such as
+``error`` or ``structuredContent``, are read only once one of these matched). A set, not a
+frozenset: ``dict.keys() & set`` walks the smaller side."""
+_OK_ONLY = {c.ENVELOPE_OK}
+
+
 def builtin_result_class(result: Any) -> ResultClass:
     """The built-in rules' verdict on ``result`` (registered shapes not consulted)."""
-    if result is None or isinstance(result, _SCALARS):
+    if type(result) is dict:
+        # The common result, decided from its keys alone when none of the rules can apply: no
+        # rule key at all, or only ``ok`` and it is not False (a success envelope). Any other
+        # dict, and every other mapping, meets every rule below.
+        present = result.keys() & _RULE_KEYS
+        if not present or (present == _OK_ONLY and result[c.ENVELOPE_OK] is not False):
+            return OK
+        is_mapping = True
+    elif result is None or isinstance(result, _SCALARS):
         return OK
-    # `type(...) is dict` first: the common result, and cheaper than the ABC check.
-    is_mapping = type(result) is dict or isinstance(result, Mapping)
+    else:
+        is_mapping = isinstance(result, Mapping)
     status = _status_of(result.get("status_code") if is_mapping else getattr(result, "status_code", None))
     if status is not None and not 200 <= status < 300:
         return ResultClass(c.TRANSPORT_ERROR, _STATUS_OUTCOMES.get(status, c.OUTCOME_ERROR), status)

@@ -21,7 +21,7 @@ from ..runtime import containment as _safe
 from .. import conventions as c
 from .call import Call, _current
 from .classify import OK, error_type_of, readback_value
-from .context import current_agent, current_tool_call_id
+from .context import AgentContext, _current_agent, _current_call_id
 from .redact import is_secret_name, redact
 
 if TYPE_CHECKING:
@@ -67,36 +67,59 @@ def begin(spec: ToolSpec, runtime: Runtime, args: tuple[Any, ...], kwargs: dict[
     """Start the call's span (if the tracer allows) and return the call record."""
     span = None
     try:
-        agent = current_agent()
-        call_id = current_tool_call_id()
-        attributes = spec.static_attributes
-        if agent is not None or call_id is not None:
-            attributes = dict(attributes)
-            if agent is not None:
-                if agent.agent_id:
-                    attributes[c.GEN_AI_AGENT_ID] = agent.agent_id
-                if agent.conversation_id is not None:
-                    attributes[c.GEN_AI_CONVERSATION_ID] = agent.conversation_id
-            if call_id is not None:
-                attributes[c.GEN_AI_TOOL_CALL_ID] = call_id
+        agent = _current_agent.get()
+        call_id = _current_call_id.get()
+        if agent is None and call_id is None:
+            attributes = spec.static_attributes
+        else:
+            attributes = _start_attributes(spec, agent, call_id)
         span = runtime.tracer.start_span(spec.span_name, attributes=attributes)
     except Exception as exc:
         _safe.report(c.STAGE_SPAN, "starting a tool span", exc)
     call = Call(spec, args, kwargs, span)
     if spec.record_arguments and span is not None:
-        try:
-            arguments = call.arguments
-        except Exception as exc:  # the call does not bind to the signature: the tool will say so itself
-            _safe.report(c.STAGE_ARGUMENTS, f"recording arguments of {spec.name}", exc)
-        else:
-            for name in spec.record_arguments:
-                if name in arguments:
-                    try:  # one odd value must not cost the others
-                        call.attributes[c.TOOL_ARGUMENT_PREFIX + name] = recordable(name, arguments[name])
-                    except Exception as exc:
-                        _safe.report(c.STAGE_ARGUMENTS, f"recording argument {name!r} of {spec.name}", exc)
+        _record_arguments(spec, call)
     call.started = _perf()
     return call
+
+
+def _start_attributes(spec: ToolSpec, agent: AgentContext | None, call_id: str | None) -> dict[str, Any]:
+    """The span's start attributes inside an agent block or with a tool-call id.
+
+    Without a call id (which changes with every call) the attributes depend only on the agent
+    context, one object for a whole ``agent()`` block: the last one built is kept on the spec,
+    as one (context, attributes) pair replaced whole, and used again while that same object is
+    current. The dict is handed to the SDK, which copies it; nobody changes it afterwards.
+    """
+    if call_id is None:
+        kept = spec.agent_attributes
+        if kept[0] is agent:
+            return kept[1]
+    attributes = dict(spec.static_attributes)
+    if agent is not None:
+        if agent.agent_id:
+            attributes[c.GEN_AI_AGENT_ID] = agent.agent_id
+        if agent.conversation_id is not None:
+            attributes[c.GEN_AI_CONVERSATION_ID] = agent.conversation_id
+    if call_id is not None:
+        attributes[c.GEN_AI_TOOL_CALL_ID] = call_id
+    else:
+        spec.keep_agent_attributes(agent, attributes)
+    return attributes
+
+
+def _record_arguments(spec: ToolSpec, call: Call) -> None:
+    try:
+        arguments = call.arguments
+    except Exception as exc:  # the call does not bind to the signature: the tool will say so itself
+        _safe.report(c.STAGE_ARGUMENTS, f"recording arguments of {spec.name}", exc)
+        return
+    for name in spec.record_arguments:
+        if name in arguments:
+            try:  # one odd value must not cost the others
+                call.attributes[c.TOOL_ARGUMENT_PREFIX + name] = recordable(name, arguments[name])
+            except Exception as exc:
+                _safe.report(c.STAGE_ARGUMENTS, f"recording argument {name!r} of {spec.name}", exc)
 
 
 def start(spec: ToolSpec, runtime: Runtime, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Call, _Tokens]:
@@ -213,21 +236,23 @@ def finish(call: Call, runtime: Runtime, exc: BaseException | None, result: Any 
     a read-back, ``sys.exit`` in a classifier) is re-raised unchanged, after the span is ended
     and the call counted, because the caller must get it.
     """
-    interrupted = _Interrupted()
-    try:
-        _finish(call, runtime, exc, result, interrupted)
-    except BaseException as late:  # pragma: no cover - _finish contains its own failures
-        interrupted.keep(late)
-    if interrupted.exc is not None:
+    interrupted = _finish(call, runtime, exc, result)  # contains its own failures
+    if interrupted is not None and interrupted.exc is not None:
         raise interrupted.exc
     return result
 
 
-def _finish(call: Call, runtime: Runtime, exc: BaseException | None, result: Any, interrupted: _Interrupted) -> None:
+def _finish(call: Call, runtime: Runtime, exc: BaseException | None, result: Any) -> _Interrupted | None:
+    """:func:`finish`'s work; the BaseExceptions kept to re-raise (None when nothing could raise one).
+
+    A call that returned pays only for what its tool can do: the user callbacks (and the
+    keeper of what they raise) only where the tool declared them.
+    """
     spec = call.spec
     elapsed = _perf() - call.started
     status_code: int | None = None
     error_type: str | None = None
+    interrupted: _Interrupted | None = None
     told = True  # the caller was told of any failure (an exception, an envelope, a non-2xx)
     if exc is not None:
         mapped = spec.exception_outcome(exc)
@@ -237,28 +262,38 @@ def _finish(call: Call, runtime: Runtime, exc: BaseException | None, result: Any
         error_type = error_type_of(exc)
     else:
         try:
-            verdict = spec.classify(result)
+            transport, outcome, status_code = spec.classify(result)
         except Exception as failure:  # a result whose .get, __getattr__ or properties raise
             _safe.report(c.STAGE_CLASSIFIER, f"classifying a result of {spec.name}", failure)
-            verdict = OK
+            transport, outcome, status_code = OK
         except BaseException as stop:
+            interrupted = _Interrupted()
             interrupted.keep(stop)
-            verdict = OK
-        transport, outcome, status_code = verdict
-        told = verdict.reported_failure
+            transport, outcome, status_code = OK
+        told = outcome != c.OUTCOME_OK  # ResultClass.reported_failure
         if call.outcome is not None:
             outcome = _outcome_text("the outcome set inside", call, call.outcome) or outcome
         if spec.outcome is not None:
+            interrupted = interrupted or _Interrupted()
             ok, chosen = _run_user(
                 c.STAGE_CLASSIFIER, "the outcome classifier of", spec.outcome, call, result, interrupted
             )
             if ok and chosen is not None:
                 outcome = _outcome_text("the outcome classifier of", call, chosen) or outcome
-        readback = call.readback or _readback(spec, call, result, transport, outcome, interrupted)
+        declared = call.readback  # set_readback() inside the tool wins
+        if declared is not None:
+            readback = declared
+        elif spec.read_only:
+            readback = c.READBACK_NOT_APPLICABLE
+        elif spec.readback is None or transport != c.TRANSPORT_OK or outcome in c.REFUSAL_OUTCOMES:
+            readback = c.READBACK_SKIPPED
+        else:
+            interrupted = interrupted or _Interrupted()
+            readback = _readback(spec, call, result, interrupted)
         if readback == c.READBACK_MISMATCH and outcome == c.OUTCOME_OK:
             outcome = c.OUTCOME_READBACK_MISMATCH
-    silent = silent_failure(told, outcome)
-    shown = _cap(outcome)  # the span keeps the real code, cut to the attribute limit
+    silent = not told and outcome not in _NOT_SILENT  # silent_failure(told, outcome), inline
+    shown = outcome if len(outcome) <= c.MAX_ATTRIBUTE_LENGTH else _cap(outcome)  # the span keeps the real code
     if exc is None and outcome != c.OUTCOME_OK:
         error_type = str(status_code) if outcome == c.OUTCOME_ERROR and status_code else shown
     span = call.span
@@ -291,6 +326,10 @@ def _finish(call: Call, runtime: Runtime, exc: BaseException | None, result: Any
         _count(runtime, spec, call, transport, readback, outcome, elapsed, silent)
     except Exception as failure:
         _safe.report(c.STAGE_METRICS, "counting a tool call", failure)
+    return interrupted
+
+
+_NOT_SILENT = frozenset({c.OUTCOME_OK, c.OUTCOME_FORCED})
 
 
 def silent_failure(told: bool, outcome: str) -> bool:
@@ -300,14 +339,11 @@ def silent_failure(told: bool, outcome: str) -> bool:
     final one, after read-back, an ``outcome=`` callable and ``set_outcome``. An operator's
     ``forced`` write is a deliberate, counted bypass, not a failure.
     """
-    return not told and outcome not in (c.OUTCOME_OK, c.OUTCOME_FORCED)
+    return not told and outcome not in _NOT_SILENT
 
 
-def _readback(spec: ToolSpec, call: Call, result: Any, transport: str, outcome: str, interrupted: _Interrupted) -> str:
-    if spec.read_only:
-        return c.READBACK_NOT_APPLICABLE
-    if spec.readback is None or transport != c.TRANSPORT_OK or outcome in c.REFUSAL_OUTCOMES:
-        return c.READBACK_SKIPPED
+def _readback(spec: ToolSpec, call: Call, result: Any, interrupted: _Interrupted) -> str:
+    """The user's read-back of a write that returned ok (the caller checked that one applies)."""
     ok, value = _run_user(c.STAGE_READBACK, "the read-back of", spec.readback, call, result, interrupted)
     if not ok:
         return c.READBACK_ERROR
@@ -324,25 +360,23 @@ def _readback(spec: ToolSpec, call: Call, result: Any, transport: str, outcome: 
 def _count(
     runtime: Runtime, spec: ToolSpec, call: Call, transport: str, readback: str, outcome: str, elapsed: float, silent: bool
 ) -> None:
-    metrics = runtime.metrics
-    if spec.name not in metrics.known_tools:
-        metrics.ensure_tool(spec.name)
+    series = runtime.metrics.tool(spec.name)
     exemplar = None
     span = call.span
     if span is not None:
         ctx = span.get_span_context()
         if ctx.trace_flags.sampled:
             exemplar = {c.EXEMPLAR_TRACE_ID: format(ctx.trace_id, "032x")}
-    label = spec.outcome_label(outcome)
-    metrics.child(metrics.calls, spec.name, transport, readback, label).inc(1, exemplar)
-    metrics.child(metrics.duration, spec.name).observe(elapsed)
+    label = outcome if outcome in spec.label_outcomes else c.OUTCOME_OTHER  # spec.outcome_label(outcome)
+    series.calls(transport, readback, label).inc(1, exemplar)
+    series.duration.observe(elapsed)
     if silent:
-        metrics.child(metrics.silent, spec.name, label).inc(1, exemplar)
+        series.silent(label).inc(1, exemplar)
     if outcome in c.REFUSAL_OUTCOMES:
-        metrics.child(metrics.rejected, spec.name, outcome).inc()
+        series.refused(outcome).inc()
         if outcome == c.OUTCOME_STALE_POLICY:
-            metrics.child(metrics.stale_sends, spec.name).inc()
+            series.stale_sends.inc()
     if call.waivers:
-        metrics.child(metrics.waivers, spec.name).inc(call.waivers)
+        series.waivers.inc(call.waivers)
     if call.replayed:
-        metrics.child(metrics.replays, spec.name).inc()
+        series.replays.inc()

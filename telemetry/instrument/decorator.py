@@ -42,8 +42,19 @@ def _wrap_sync(func: Callable[..., Any], spec: ToolSpec) -> Callable[..., Any]:
         if runtime is None:
             return func(*args, **kwargs)
         call = begin(spec, runtime, args, kwargs)
-        with Running(call, runtime) as running:
-            return running.finish(func(*args, **kwargs))
+        tokens = enter(call)
+        try:
+            result = func(*args, **kwargs)
+        except BaseException as exc:
+            try:
+                finish(call, runtime, exc)
+            finally:
+                leave(tokens)
+            raise
+        try:  # finished while the call is still current: a read-back runs inside it
+            return finish(call, runtime, None, result)
+        finally:
+            leave(tokens)
 
     return wrapper
 
@@ -55,8 +66,19 @@ def _wrap_async(func: Callable[..., Awaitable[Any]], spec: ToolSpec) -> Callable
         if runtime is None:
             return await func(*args, **kwargs)
         call = begin(spec, runtime, args, kwargs)
-        with Running(call, runtime) as running:
-            return running.finish(await func(*args, **kwargs))
+        tokens = enter(call)
+        try:
+            result = await func(*args, **kwargs)
+        except BaseException as exc:
+            try:
+                finish(call, runtime, exc)
+            finally:
+                leave(tokens)
+            raise
+        try:
+            return finish(call, runtime, None, result)
+        finally:
+            leave(tokens)
 
     return wrapper
 

@@ -28,6 +28,9 @@ ReadbackFn = Callable[[Any, Any], Any]
 OutcomeFn = Callable[[Any, Any], "str | None"]
 """``outcome(call, result)`` returns an outcome code, or None to keep the derived one."""
 
+_NO_AGENT = object()
+"""No agent context is this one: the agent-attributes cache starts out matching none."""
+
 _KIND_DEFAULT_HINTS = {
     # kind: (read_only, destructive, idempotent)
     c.KIND_READ: (True, False, True),
@@ -104,6 +107,12 @@ class ToolSpec:
     static_attributes: dict[str, Any] = field(init=False)
     label_outcomes: frozenset[str] = field(init=False)
     classify: Callable[[Any], ResultClass] = field(init=False)
+    agent_attributes: tuple[object, dict[str, Any]] = field(init=False, compare=False, repr=False)
+    """The start attributes last built inside an agent block: (that AgentContext, attributes).
+
+    The one part of a spec that changes after decoration: a cache the recorder replaces whole
+    (see ``_recorder._start_attributes``), so a reader never sees one context's attributes
+    paired with another context."""
 
     def __post_init__(self) -> None:
         # Decided from the return annotation: a `-> str` tool never pays for envelope checks.
@@ -122,6 +131,11 @@ class ToolSpec:
             },
         )
         object.__setattr__(self, "label_outcomes", c.OUTCOMES | self.outcomes | frozenset(self.exceptions.values()))
+        object.__setattr__(self, "agent_attributes", (_NO_AGENT, self.static_attributes))
+
+    def keep_agent_attributes(self, agent: object, attributes: dict[str, Any]) -> None:
+        """Keep ``attributes`` as the start attributes of calls made while ``agent`` is current."""
+        object.__setattr__(self, "agent_attributes", (agent, attributes))
 
     def exception_outcome(self, exc: BaseException) -> str | None:
         """The outcome declared for ``exc``'s class or its nearest base class, or None."""

@@ -20,7 +20,7 @@ from prometheus_client import CollectorRegistry, Counter, Histogram
 
 from .. import conventions as c
 
-__all__ = ["FAMILIES", "Family", "Metric", "ToolMetrics"]
+__all__ = ["FAMILIES", "Family", "Metric", "ToolMetrics", "ToolSeries"]
 
 _DURATION_BUCKETS = (0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
 Metric = Union[Counter, Histogram]
@@ -124,6 +124,7 @@ class ToolMetrics:
         self.registry = registry
         self._by_name: dict[str, Metric] = {}
         self._children: dict[tuple[Any, ...], Any] = {}
+        self._tools: dict[str, ToolSeries] = {}
         self.known_tools: set[str] = set()
         try:
             for family in FAMILIES:
@@ -160,6 +161,14 @@ class ToolMetrics:
             self.child(metric, tool)
         self.known_tools.add(tool)
 
+    def tool(self, tool: str) -> ToolSeries:
+        """``tool``'s children of the per-call metrics, kept from its first call on (which also
+        creates its single-label series at zero, as :meth:`ensure_tool` does)."""
+        found = self._tools.get(tool)
+        if found is None:
+            found = self._tools[tool] = ToolSeries(self, tool)
+        return found
+
     def child(self, metric: Metric, *labels: str) -> Any:
         """Return the cached child of ``metric`` for ``labels`` (creating it once)."""
         key = (id(metric),) + labels
@@ -184,6 +193,53 @@ class ToolMetrics:
                 self.registry.unregister(collector)
             except KeyError:
                 pass
+
+
+class ToolSeries:
+    """One tool's children of the per-call metrics, each looked up once and kept.
+
+    A call finds its tool's series with one dict lookup (:meth:`ToolMetrics.tool`); the tool
+    label is fixed, so the single-label children are plain attributes and the others are kept
+    by their remaining labels. Two threads that create the same child at once both get
+    prometheus-client's one child for those labels.
+    """
+
+    __slots__ = ("_calls", "_metrics", "_refused", "_silent", "duration", "replays", "stale_sends", "tool", "waivers")
+
+    def __init__(self, metrics: ToolMetrics, tool: str) -> None:
+        if tool not in metrics.known_tools:
+            metrics.ensure_tool(tool)
+        self._metrics = metrics
+        self.tool = tool
+        self.duration = metrics.child(metrics.duration, tool)
+        self.waivers = metrics.child(metrics.waivers, tool)
+        self.stale_sends = metrics.child(metrics.stale_sends, tool)
+        self.replays = metrics.child(metrics.replays, tool)
+        self._calls: dict[tuple[str, str, str], Any] = {}
+        self._silent: dict[str, Any] = {}
+        self._refused: dict[str, Any] = {}
+
+    def calls(self, transport: str, readback: str, outcome: str) -> Any:
+        """The ``tool_calls_total`` child of this tool for the other three labels."""
+        key = (transport, readback, outcome)
+        found = self._calls.get(key)
+        if found is None:
+            found = self._calls[key] = self._metrics.child(self._metrics.calls, self.tool, transport, readback, outcome)
+        return found
+
+    def silent(self, outcome: str) -> Any:
+        """The silent-failure child of this tool for ``outcome`` (a label value)."""
+        found = self._silent.get(outcome)
+        if found is None:
+            found = self._silent[outcome] = self._metrics.child(self._metrics.silent, self.tool, outcome)
+        return found
+
+    def refused(self, reason: str) -> Any:
+        """The guard-refusal child of this tool for ``reason``."""
+        found = self._refused.get(reason)
+        if found is None:
+            found = self._refused[reason] = self._metrics.child(self._metrics.rejected, self.tool, reason)
+        return found
 
 
 def _build(family: Family, registry: CollectorRegistry) -> Metric:
