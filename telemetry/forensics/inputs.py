@@ -2,12 +2,18 @@
 
 JSON-lines files and Parquet parts are told apart here, so the loader never guesses. A
 directory written by ``ingest`` is recognised by its manifest and stands for its Parquet parts.
+
+Nothing is left out silently: a sub-folder that cannot be listed, a trace file that cannot be
+opened, and a trace path that is not a regular file (a FIFO, a socket, a device, a broken
+symlink) are each refused by name, so a report never answers from part of the input as if it
+were all of it.
 """
 
 from __future__ import annotations
 
 import glob
 import os
+import stat
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -39,12 +45,14 @@ class TraceInputs:
 
     json_files: list[Path] = field(default_factory=list)
     parquet_files: list[Path] = field(default_factory=list)
+    _seen: set[Path] = field(default_factory=set, repr=False, compare=False)
 
     def add(self, path: Path) -> None:
         """Classify one existing file by its name (anything not Parquet is read as JSON lines)."""
-        target = self.parquet_files if path.name.endswith(PARQUET_SUFFIX) else self.json_files
-        if path not in target:
-            target.append(path)
+        if path in self._seen:  # a set: one-file-per-process layouts hold tens of thousands
+            return
+        self._seen.add(path)
+        (self.parquet_files if path.name.endswith(PARQUET_SUFFIX) else self.json_files).append(path)
 
     @property
     def all_files(self) -> list[Path]:
@@ -54,32 +62,129 @@ class TraceInputs:
 def is_trace_file(path: Path) -> bool:
     """True for the names a directory scan picks up: ``*.jsonl``/``*.json``/``*.ndjson`` (plain,
     ``.gz`` or ``.zst``) and ``*.parquet``."""
-    name = path.name.lower()
+    return _is_trace_name(path.name)
+
+
+def _is_trace_name(name: str) -> bool:
+    name = name.lower()
     return name.endswith(TRACE_SUFFIXES) or name.endswith(PARQUET_SUFFIX)
 
 
+def _unlisted(folder: object, error: OSError) -> ForensicsInputError:
+    reason = error.strerror or type(error).__name__
+    return ForensicsInputError(
+        f"the folder {str(folder)!r} cannot be listed ({reason}), so the traces in it cannot be read; "
+        "make it readable by this user (read and search permission), or name the folders that are "
+        "readable instead of their parent"
+    )
+
+
+def _not_regular(path: Path) -> ForensicsInputError:
+    try:
+        mode = path.stat().st_mode
+    except OSError:
+        return ForensicsInputError(f"the trace path {str(path)!r} is a broken symlink (what it points at is "
+                                   "gone); point it at a trace file or remove it")
+    what = ("a FIFO (named pipe)" if stat.S_ISFIFO(mode) else "a socket" if stat.S_ISSOCK(mode)
+            else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "not a regular file")
+    return ForensicsInputError(
+        f"the trace path {str(path)!r} is {what}, not a file that can be read twice (the loader reads "
+        "a file more than once); copy what it carries into a file (e.g. `cat PIPE > traces.jsonl`) "
+        "and name that file"
+    )
+
+
+def _check_readable(path: Path) -> None:
+    """Open ``path`` once (without blocking), so a file this user cannot read is named here, before
+    any work, rather than a traceback halfway through the load."""
+    try:
+        os.close(os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)))
+    except OSError as error:
+        raise ForensicsInputError(
+            f"the trace file {str(path)!r} cannot be read ({error.strerror or type(error).__name__}); "
+            "make it readable by this user, or leave it out of the paths"
+        ) from None
+
+
 def _scan_directory(directory: Path) -> list[Path]:
+    """The trace files under ``directory``, resolved (symlinks followed), in path order."""
     manifest = directory / MANIFEST_NAME
     if manifest.is_file():
         # An ingest directory: its parts, not the manifest or stray temporary files.
-        return sorted(p for p in directory.glob("*" + PARQUET_SUFFIX) if p.is_file())
-    return sorted(p for p in walk(directory) if is_trace_file(p))
+        try:
+            names = os.listdir(directory)
+        except OSError as error:
+            raise _unlisted(directory, error) from None
+        parts = [directory / name for name in names if name.endswith(PARQUET_SUFFIX)]
+        return sorted((p.resolve() for p in parts if p.is_file()), key=_order)
+    found = _walk(directory, strict=True, resolved=True)
+    return sorted((Path(p) for p in found if _is_trace_name(os.path.basename(p))), key=_order)
 
 
-def walk(directory: Path) -> list[Path]:
+def _order(path: Path) -> tuple[str, ...]:
+    """The order of :class:`~pathlib.Path` (by parts), as a key: sorting Paths themselves compares
+    in Python, a tuple of strings in C."""
+    return path.parts
+
+
+def walk(directory: Path, *, strict: bool = False) -> list[Path]:
     """Every file under ``directory``, following symlinked folders; a folder reached twice (a
-    symlink loop, or two links to one folder) is read once and the loop is reported on stderr."""
+    symlink loop, or two links to one folder) is read once and the loop is reported on stderr.
+
+    A folder that cannot be listed is never skipped silently: with ``strict`` it raises
+    :class:`ForensicsInputError` naming it, and so does an entry with a trace file's name that is
+    not a regular file (a FIFO, a socket, a broken symlink); otherwise each is a warning on
+    stderr and the rest is returned.
+    """
+    return [Path(p) for p in _walk(directory, strict=strict, resolved=False)]
+
+
+def _walk(directory: Path, *, strict: bool, resolved: bool) -> list[str]:
+    """:func:`walk` as strings; with ``resolved``, each path with its symlinks resolved (a folder's
+    real path is found once for all its files, not once per file)."""
     seen: set[tuple[int, int]] = set()
-    found: list[Path] = []
-    for root, dirs, files in os.walk(directory, followlinks=True):
-        info = os.stat(root)
+    found: list[str] = []
+    pending = [os.fspath(directory)]
+    while pending:
+        root = pending.pop()
+        try:
+            info = os.stat(root)
+            entries = list(os.scandir(root))
+        except OSError as error:
+            if strict:
+                raise _unlisted(root, error) from None
+            print(f"warning: {root} cannot be listed ({error.strerror}); the traces in it are not read",
+                  file=sys.stderr)
+            continue
         if (info.st_dev, info.st_ino) in seen:
             print(f"warning: {root} is a folder already read (a symlink loop or a second link); skipped",
                   file=sys.stderr)
-            dirs[:] = []
             continue
         seen.add((info.st_dev, info.st_ino))
-        found += [Path(root) / name for name in files if (Path(root) / name).is_file()]
+        real = os.path.realpath(root) if resolved else root
+        folders = []
+        for entry in entries:
+            try:
+                is_dir, is_file = entry.is_dir(), entry.is_file()  # both follow a symlink
+            except OSError as error:  # e.g. a symlink into a folder this user cannot search
+                if strict:
+                    raise _unlisted(entry.path, error) from None
+                print(f"warning: {entry.path} cannot be examined ({error.strerror}); not read", file=sys.stderr)
+                continue
+            if is_dir:
+                folders.append(entry.path)
+            elif is_file:
+                if not resolved:
+                    found.append(entry.path)
+                elif entry.is_symlink():
+                    found.append(os.path.realpath(entry.path))
+                else:
+                    found.append(os.path.join(real, entry.name))
+            elif _is_trace_name(entry.name):
+                if strict:
+                    raise _not_regular(Path(entry.path))
+                print(f"warning: {entry.path} is not a regular file; not read", file=sys.stderr)
+        pending.extend(sorted(folders, reverse=True))  # visited in name order, as os.walk does
     return found
 
 
@@ -87,7 +192,8 @@ def resolve_inputs(paths: Iterable[PathLike]) -> TraceInputs:
     """Resolve files, directories (recursively) and glob patterns into :class:`TraceInputs`.
 
     Raises :class:`ForensicsInputError` for a missing path, a glob that matches nothing, a
-    directory holding no trace files, or an empty argument list.
+    directory holding no trace files, a folder that cannot be listed, a file that cannot be read,
+    a path that is not a regular file (a FIFO, a socket), or an empty argument list.
     """
     inputs = TraceInputs()
     given = [Path(p) if not isinstance(p, Path) else p for p in paths]
@@ -101,6 +207,8 @@ def resolve_inputs(paths: Iterable[PathLike]) -> TraceInputs:
             candidates = [Path(m) for m in sorted(glob.glob(text, recursive=True))]
             if not candidates:
                 raise ForensicsInputError(f"the pattern {text!r} matches no file; check the path and quoting")
+        elif raw.is_symlink():
+            raise _not_regular(raw)
         else:
             raise ForensicsInputError(
                 f"the trace path {text!r} does not exist; pass a file, a directory or a glob of "
@@ -116,9 +224,13 @@ def resolve_inputs(paths: Iterable[PathLike]) -> TraceInputs:
                         "*.parquet, recursively); point at the exporter's output directory"
                     )
                 for path in found:
-                    inputs.add(path.resolve())
+                    inputs.add(path)
             elif candidate.is_file():
                 inputs.add(candidate.resolve())
-    inputs.json_files.sort()
-    inputs.parquet_files.sort()
+            elif raw.exists() or is_trace_file(candidate):  # named, or a glob's trace-named match
+                raise _not_regular(candidate)
+    for path in inputs.all_files:
+        _check_readable(path)
+    inputs.json_files.sort(key=_order)
+    inputs.parquet_files.sort(key=_order)
     return inputs

@@ -27,7 +27,8 @@ from ..exceptions import ForensicsInputError
 from ..runtime.resources import data_file
 from .dedup import Duplicates, deduplicate
 from .inputs import TraceInputs
-from .validation import EXPECTED, Diagnosis, copy_prefix, describe, diagnose, truncated_tail, zstd_truncated
+from .validation import (EXPECTED, Diagnosis, copy_prefix, describe, diagnose, out_of_memory, refusal_hint,
+                         truncated_tail, zstd_truncated)
 
 __all__ = [
     "MAX_LINE_BYTES", "MEMORY_LIMIT", "PARQUET_ROW_GROUP", "SPANS", "SPANS_BASE", "SPANS_LOADED",
@@ -262,8 +263,7 @@ class _JsonLoader:
         if diagnosis.only_truncated:
             self.report.truncated.append(source)
         elif not self.skip_bad_lines or (diagnosis.good_lines == 0 and self.refuse_all_bad):
-            hint = "" if diagnosis.good_lines == 0 else " (pass --skip-bad-lines to read the rest)"
-            raise ForensicsInputError(describe(diagnosis) + hint) from None
+            raise ForensicsInputError(describe(diagnosis) + refusal_hint(diagnosis, self.skip_bad_lines)) from None
         else:
             self.report.skipped.append(diagnosis)
         self._repair(diagnosis)
@@ -330,6 +330,8 @@ class _JsonLoader:
                         self._read_snapshot(source)
                 except (duckdb.InvalidInputException, duckdb.ConversionException, duckdb.IOException) as error:
                     self._handle_refusal(error, attempts)
+                except duckdb.OutOfMemoryException as error:  # e.g. a --max-line-bytes too large to fit
+                    raise out_of_memory(error, self.max_line_bytes, MEMORY_LIMIT, MAX_LINE_BYTES) from None
         finally:
             if self._tmp is not None:
                 self._tmp.cleanup()

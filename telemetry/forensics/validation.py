@@ -29,6 +29,8 @@ __all__ = [
     "describe",
     "diagnose",
     "line_problem",
+    "out_of_memory",
+    "refusal_hint",
     "truncated_tail",
     "zstd_truncated",
 ]
@@ -83,24 +85,34 @@ def truncated_tail(path: Path, size: Optional[int] = None) -> int:
         handle.seek(size - 1)
         if handle.read(1) == b"\n":
             return 0
-        tail = b""
+        chunks: list[bytes] = []  # newest last; joined once (prepending each chunk is quadratic)
         position = size
         while position > 0:
             step = min(_TAIL_CHUNK, position)
             position -= step
             handle.seek(position)
-            tail = handle.read(step) + tail
-            newline = tail.rfind(b"\n")
+            chunk = handle.read(step)
+            newline = chunk.rfind(b"\n")
             if newline >= 0:
-                tail = tail[newline + 1 :]
+                chunks.append(chunk[newline + 1 :])
                 break
+            chunks.append(chunk)
+        tail = b"".join(reversed(chunks))
     if not tail.strip():
         return 0
     try:
         json.loads(tail)
     except (ValueError, RecursionError):
-        return len(tail)
+        # Bare carriage returns inside it: lines ended with CR alone (no LF ever comes), not a
+        # write cut short; left to the reader, which refuses it and names why (line_problem).
+        return 0 if _cr_line_ends(tail) else len(tail)
     return 0
+
+
+def _cr_line_ends(raw: bytes) -> bool:
+    """A carriage return inside the line (JSON text holds none outside its whitespace): lines
+    separated by CR alone, as classic Mac OS wrote them, read as one line."""
+    return b"\r" in raw.rstrip(b"\r\n")
 
 
 _ZSTD_MAGIC = 0xFD2FB528
@@ -299,11 +311,18 @@ def line_problem(raw: bytes, max_line_bytes: Optional[int] = None) -> Optional[s
     if max_line_bytes is not None and len(raw.rstrip(b"\r\n")) > max_line_bytes:
         return (f"the line is {len(raw):,} bytes, longer than --max-line-bytes ({max_line_bytes:,}); "
                 "pass a larger --max-line-bytes to read it")
+    nul = raw.find(b"\0")
+    if nul >= 0:  # JSON text never holds a NUL byte; json would name it a UTF-16/32 decode error
+        return (f"{raw.count(0):,} NUL byte(s) from byte {nul + 1:,} of the line: a block of zeros, as a crash "
+                "or a full disk leaves where a write never landed; what that line held is lost")
     try:
         value = json.loads(raw)
     except RecursionError:
         return "JSON nested too deeply to read (thousands of levels); this is not an OTLP TracesData object"
     except json.JSONDecodeError as exc:
+        if _cr_line_ends(raw):
+            return ("lines end with a carriage return alone (CR, no LF), so the reader sees one long line; "
+                    "convert the line ends to LF (e.g. `tr '\\r' '\\n' < FILE > FILE.jsonl`) and read that")
         stripped = raw.strip()
         if stripped in (b"{", b"[", b"}", b"]", b"},", b"],") or stripped.startswith(b'"'):
             return (
@@ -347,6 +366,7 @@ def diagnose(path: Path, keep: Optional[Path] = None, *, max_line_bytes: Optiona
         with _open_lines(path, size) as handle:
             last_had_newline = True
             last_bad_number = 0
+            last_cr_only = False
             try:
                 for number, raw, newline in _iter_lines(handle):
                     last_had_newline = newline
@@ -361,6 +381,7 @@ def diagnose(path: Path, keep: Optional[Path] = None, *, max_line_bytes: Optiona
                     else:
                         result.bad.append(BadLine(number, problem))
                         last_bad_number = number
+                        last_cr_only = _cr_line_ends(raw)
             except (gzip.BadGzipFile, zlib.error) as exc:  # not gzip, or corrupt: not a truncation
                 result.bad.append(BadLine(result.lines + 1, f"not a valid gzip stream ({exc}); "
                                                             "check the file's name and compression"))
@@ -369,7 +390,7 @@ def diagnose(path: Path, keep: Optional[Path] = None, *, max_line_bytes: Optiona
                 result.bad.append(BadLine(result.lines + 1, f"compressed stream ends early ({exc})"))
                 result.truncated_last = True
                 return result
-            if result.bad and last_bad_number == result.lines and not last_had_newline:
+            if result.bad and last_bad_number == result.lines and not last_had_newline and not last_cr_only:
                 result.truncated_last = True
     finally:
         if sink is not None:
@@ -382,3 +403,29 @@ def describe(diagnosis: Diagnosis, limit: int = 3) -> str:
     shown = "; ".join(f"line {b.number}: {b.reason}" for b in diagnosis.bad[:limit])
     more = f" (and {len(diagnosis.bad) - limit} more bad lines)" if len(diagnosis.bad) > limit else ""
     return f"{diagnosis.path}: {shown}{more}; {EXPECTED}"
+
+
+def refusal_hint(diagnosis: Diagnosis, skip_bad_lines: bool) -> str:
+    """What to do about a file refused for its bad lines, to append to :func:`describe`."""
+    if diagnosis.good_lines:
+        return " (pass --skip-bad-lines to read the rest)"
+    if skip_bad_lines:
+        return (" (--skip-bad-lines reads a file's good lines and skips its bad ones, and this file has no good "
+                "line at all, so it is refused rather than read as empty: leave it out of the paths)")
+    return ""
+
+
+def out_of_memory(error: Exception, max_line_bytes: int, memory_limit: str, default_line_bytes: int) -> ForensicsInputError:
+    """DuckDB's out-of-memory error while reading JSON lines, as a named input error."""
+    first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+    if max_line_bytes > default_line_bytes:
+        return ForensicsInputError(
+            f"lines of up to --max-line-bytes {max_line_bytes:,} bytes do not fit the reader's memory limit "
+            f"({memory_limit}; a line takes several times its length while it is parsed): DuckDB {first}. Such "
+            f"lines cannot be read here: lower --max-line-bytes (the default, {default_line_bytes:,}, fits) and "
+            "pass --skip-bad-lines to read the other lines (each longer one is named as skipped), or shorten "
+            "the values at their source")
+    return ForensicsInputError(
+        f"the traces do not fit the reader's memory limit ({memory_limit}): DuckDB {first}; read fewer files "
+        "at once, or lower --max-line-bytes")
+
