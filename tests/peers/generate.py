@@ -59,6 +59,7 @@ FORMATS: dict[str, Format] = {f.name: f for f in (
     Format("logfire", "tests.peers.logfire_instrument", ("logfire", "openai", "httpx"), "logfire openai"),
     Format("langfuse", "tests.peers.langfuse_observe", ("langfuse", "openai", "httpx"), "langfuse openai"),
     Format("mlflow", "tests.peers.mlflow_tracing", ("mlflow.tracing", "openai", "httpx"), "mlflow-tracing openai"),
+    Format("mlflow_genai", "tests.peers.mlflow_genai_semconv", ("mlflow.tracing", "openai", "httpx"), "mlflow-tracing openai"),
 )}
 
 # Nothing that any of these libraries might phone home with, even where the story already gives

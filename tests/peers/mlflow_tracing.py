@@ -21,8 +21,13 @@ from .scripted_openai import chat_completions_client
 __all__ = ["write_story"]
 
 
-def write_story(path: Path) -> None:
-    """Run the story with ``mlflow.trace``/``mlflow.start_span`` and ``mlflow.openai.autolog``; write ``path``."""
+def write_story(path: Path, *, genai_semconv: bool = False) -> None:
+    """Run the story with ``mlflow.trace`` and ``mlflow.openai.autolog``; write ``path``.
+
+    ``genai_semconv`` sets ``MLFLOW_ENABLE_OTEL_GENAI_SEMCONV``: MLflow's processor then rewrites each
+    span into the OpenTelemetry GenAI conventions before export (names, ``gen_ai.*`` attributes).
+    """
+    os.environ["MLFLOW_ENABLE_OTEL_GENAI_SEMCONV"] = "true" if genai_semconv else "false"
     os.environ["OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"] = "http://127.0.0.1:4318/v1/traces"  # selects OTel export; never dialled
     os.environ["OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"] = "http/protobuf"
     os.environ["OTEL_SERVICE_NAME"] = "peer-story-mlflow"

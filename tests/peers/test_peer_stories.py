@@ -388,3 +388,34 @@ def test_mlflow(source: str, spans_of: Any) -> None:
         assert span.json("mlflow.message.format") == "openai"
     history = chats[-1].json("mlflow.spanInputs")["messages"]
     assert [(m["tool_call_id"], json.loads(m["content"])) for m in history if m["role"] == "tool"] == list(zip(CALL_IDS, RESULTS))
+
+
+@pytest.mark.parametrize("source", SOURCES)
+def test_mlflow_genai(source: str, spans_of: Any) -> None:
+    """MLflow with MLFLOW_ENABLE_OTEL_GENAI_SEMCONV: execute_tool spans with gen_ai.tool.call.arguments/result, no call id; OK."""
+    spans = spans_of("mlflow_genai", source)
+    root = _one_trace(spans)
+    assert (root.name, root.attributes) == ("invoke_agent support", {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "support"})
+    assert {s.scope for s in spans} == {"mlflow.tracing.provider"}
+    assert {s.status for s in spans} == {OK}
+    assert not any(k.startswith("mlflow.") for s in spans for k in s.attributes)  # the mlflow.* attributes are replaced
+
+    tools = [s for s in spans if s.attributes["gen_ai.operation.name"] == "execute_tool"]
+    assert [s.name for s in tools] == [f"execute_tool {n}" for n in NAMES] and {s.kind for s in tools} == {1}
+    for span, name, args, result in zip(tools, NAMES, ARGS, RESULTS):
+        assert span.attributes["gen_ai.tool.name"] == name
+        assert span.json("gen_ai.tool.call.arguments") == args
+        assert span.json("gen_ai.tool.call.result") == result
+        assert set(span.attributes) == {"gen_ai.operation.name", "gen_ai.tool.name", "gen_ai.tool.call.arguments",
+                                        "gen_ai.tool.call.result"}  # no gen_ai.tool.call.id: MLflow's TOOL span never knew it
+
+    chats = [s for s in spans if s.attributes["gen_ai.operation.name"] == "chat"]
+    assert [s.name for s in chats] == ["chat gpt-4o-mini"] * 5 and {s.kind for s in chats} == {3}
+    for span, call_id, name, args in zip(chats, CALL_IDS, NAMES, ARGS):
+        (message,) = span.json("gen_ai.output.messages")
+        assert message["parts"] == [{"type": "tool_call", "id": call_id, "name": name, "arguments": args}]
+        assert span.json("model") == "gpt-4o-mini"  # one of MLflow's own attributes left untranslated, still JSON text
+    history = chats[-1].json("gen_ai.input.messages")
+    returned = [p for m in history if m["role"] == "tool" for p in m["parts"]]
+    assert [(p["type"], p["id"], json.loads(p["response"])) for p in returned] == [
+        ("tool_call_response", c, r) for c, r in zip(CALL_IDS, RESULTS)]
