@@ -1,11 +1,12 @@
-"""Audit a tool surface: the six yeses before write access, and the schema lint.
+"""Audit a tool surface: the six checks before write access, and the schema lint.
 
-``outcome-telemetry audit`` (:mod:`.cli`) answers, for every tool an agent may call, whether it
-is scoped, idempotent, version-bound, previewable, read-back verified and semantically observable,
-each with evidence and a fix, and lints its JSON Schema. Targets are Python tools
-(:mod:`.targets`, schemas built by :mod:`.schema`), MCP servers (:mod:`.mcp_listing`) and trace
-files (:mod:`.traces`); :mod:`.checks` and :mod:`.lint` decide, :mod:`.report` holds the result
-(and its JSON), :mod:`.table` and :mod:`.sarif` print it. See ``docs/audit.md``.
+``outcome-telemetry audit`` (:mod:`.cli`) answers, for every tool an agent may call, the six checks
+(``scoped``, ``idempotent``, ``version_bound``, ``previewable``, ``readback_verified``,
+``semantically_observable``: conventions' ``AUDIT_*``), each with evidence and a fix, and lints
+its JSON Schema. Targets are Python tools (:mod:`.targets`, schemas built by :mod:`.schema`), MCP
+servers (:mod:`.mcp_listing`) and trace files (:mod:`.traces`); :mod:`.checks` and :mod:`.lint`
+decide, :mod:`.report` holds the result (and its JSON), :mod:`.table` and :mod:`.sarif` print it.
+See ``docs/audit.md``.
 
     >>> from telemetry.audit import audit_tools          # doctest: +SKIP
     >>> report = audit_tools([store.read_state, store.write_state])

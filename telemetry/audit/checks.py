@@ -1,7 +1,8 @@
 """The six answers for one tool, from what it declares (or, failing that, its name and parameters).
 
-A yes needs evidence: when nothing shows that a tool is scoped, idempotent, version-bound,
-previewable, read-back verified or instrumented, the answer is no, and its evidence says what
+A yes needs evidence: when nothing shows that a tool is ``scoped``, ``idempotent``,
+``version_bound``, ``previewable``, ``readback_verified`` or ``semantically_observable``
+(instrumented), the answer is no, and its evidence says what
 was missing. Each no comes with the finding that carries its code and severity, and a fix that
 names the part of this toolkit that turns it into a yes.
 """
@@ -12,8 +13,8 @@ from collections.abc import Callable, Collection
 
 from .. import conventions as c
 from . import infer
-from .infer import Param
 from . import model as m
+from .infer import Param
 from .rules import no, not_applicable, yes
 
 Check = Callable[[m.ToolModel, str, list[Param], Collection[str]], tuple[m.Answer, list[m.Finding]]]

@@ -1,4 +1,4 @@
-"""``outcome-telemetry audit``: the six yeses and the schema lint, for Python tools, MCP servers and traces.
+"""``outcome-telemetry audit``: the six checks and the schema lint, for Python tools, MCP servers and traces.
 
 Exit status: 0 the gate passed, 1 ``--fail-on`` was met, 2 bad usage or a target that cannot be
 loaded (named on stderr), 3 an unexpected failure (traceback on stderr).
@@ -13,27 +13,31 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from .._command import EXIT_FINDINGS, EXIT_INPUT, EXIT_OK, command_parser, parse, run
+from .. import conventions as c
+from .._command import EXIT_FINDINGS, EXIT_OK, CommandError, command_parser, dispatch
 from ..exceptions import AuditTargetError
-from . import mcp_listing, targets, traces
+from . import mcp_listing, targets
 from .model import CRITICAL, ToolModel
 from .report import FAIL_ON, AuditReport, TargetInfo, run_audit
 from .sarif import to_sarif
 from .table import render
 
-__all__ = ["DESCRIPTION", "EPILOG", "build_parser", "emit", "gather", "main"]
+__all__ = ["DESCRIPTION", "EPILOG", "FORMATS", "build_parser", "emit", "execute", "gather", "main"]
+
+FORMATS = ("text", "json", "sarif")
+"""``--format`` values; ``text`` is the human one, as in every command."""
 
 EXIT_FAILED = EXIT_FINDINGS
 """A tool failed a check at or above ``--fail-on``."""
 
-DESCRIPTION = """\
+DESCRIPTION = f"""\
 Answer six questions for every tool an agent may call, before it gets write access:
-  scoped         can this credential see only the tools it needs (others absent, not denied)?
-  idempotent     does the same write, retried, make one change instead of two?
-  version-bound  is a write built on a stale read refused instead of applied?
-  previewable    does a bulk or destructive write show a plan before it commits?
-  readback       is each write read back from the source of truth?
-  observed       would a 200 that did the wrong thing show up (outcome on the span)?
+  {c.AUDIT_SCOPED:23}  can this credential see only the tools it needs (others absent, not denied)?
+  {c.AUDIT_IDEMPOTENT:23}  does the same write, retried, make one change instead of two?
+  {c.AUDIT_VERSION_BOUND:23}  is a write built on a stale read refused instead of applied?
+  {c.AUDIT_PREVIEWABLE:23}  does a bulk or destructive write show a plan before it commits?
+  {c.AUDIT_READBACK_VERIFIED:23}  is each write read back from the source of truth?
+  {c.AUDIT_SEMANTICALLY_OBSERVABLE:23}  would a 200 that did the wrong thing show up (outcome on the span)?
 Each answer is yes, no or n/a, with its evidence and a one-line fix; read versus write comes from
 the declaration (our kind, MCP annotations) or, failing that, the name, and says which. Then the
 schema lint: unbounded numbers, enum candidates, missing descriptions, generic names, optional
@@ -48,10 +52,12 @@ targets (several at once):
   --mcp-stdio COMMAND   start an MCP server (split like a shell would, run without a shell) and
                         read its tools/list
   --mcp-url URL         read tools/list from a running Streamable HTTP server
-  --traces PATHS        what the tools did: OTLP JSON lines (files, directories, globs)
+  --traces PATHS        what the tools did: OTLP JSON lines (files, directories, globs; the
+                        [forensics] extra)
 
 exit status: 0 passed; 1 --fail-on met (default: any critical finding, which includes a write
-that is not version-bound); 2 bad usage or a target that cannot be loaded; 3 an unexpected failure.
+that is not version_bound); 2 bad usage or a target that cannot be loaded; 3 an unexpected failure.
+A closed stdout (`... | head`) ends quietly with 0.
 
 examples:
   outcome-telemetry audit myapp.tools:TOOLS
@@ -72,7 +78,7 @@ def build_parser() -> argparse.ArgumentParser:
                         help="trace files, directories or globs (repeatable)")
     parser.add_argument("--scopes", metavar="FILE",
                         help='with --traces: JSON {"agent id or glob": ["tool", ...]}; calls outside it are violations')
-    parser.add_argument("--format", choices=("table", "json", "sarif"), default="table", help="default: %(default)s")
+    parser.add_argument("--format", choices=FORMATS, default="text", help="output format (default: %(default)s)")
     parser.add_argument("--fail-on", choices=FAIL_ON, default=CRITICAL,
                         help="exit 1 on a critical finding (default), on a warning or worse, or never")
     parser.add_argument("--timeout", type=float, default=mcp_listing.DEFAULT_TIMEOUT_SECONDS,
@@ -103,6 +109,8 @@ def gather(ns: argparse.Namespace) -> AuditReport:
     if ns.scopes and not paths:
         raise AuditTargetError("--scopes needs --traces: it is checked against what agents called")
     if paths:
+        from . import traces
+
         scopes = traces.load_scopes(ns.scopes) if ns.scopes else None
         evidence = traces.collect(paths, scopes)
         infos.append(TargetInfo("--traces " + " ".join(paths), "traces", len(evidence.tools)))
@@ -110,33 +118,27 @@ def gather(ns: argparse.Namespace) -> AuditReport:
 
 
 def emit(report: AuditReport, fmt: str, fail_on: str) -> None:
-    if fmt == "table":
+    if fmt == "text":
         render(report, sys.stdout, fail_on=fail_on)
         return
     document: dict[str, Any] = report.as_dict(fail_on) if fmt == "json" else to_sarif(report)
     sys.stdout.write(json.dumps(document, indent=2) + "\n")
 
 
-def main(argv: Sequence[str]) -> int:
-    """Run ``outcome-telemetry audit`` with ``argv`` (everything after ``audit``)."""
-    parser = build_parser()
-    ns = parse(parser, argv)
-    if isinstance(ns, int):
-        return ns
+def execute(ns: argparse.Namespace) -> int:
+    """The body of ``outcome-telemetry audit``, on parsed arguments."""
     if not (ns.targets or ns.mcp_stdio or ns.mcp_url or ns.traces):
-        parser.print_usage(sys.stderr)
-        print("outcome-telemetry audit: name at least one target (module:attribute, --mcp-stdio, --mcp-url "
-              "or --traces); see --help", file=sys.stderr)
-        return EXIT_INPUT
+        raise CommandError("name at least one target (module:attribute, --mcp-stdio, --mcp-url or --traces); "
+                           "see --help")
     if ns.timeout <= 0:
-        print(f"outcome-telemetry audit: --timeout must be a positive number of seconds, got {ns.timeout}", file=sys.stderr)
-        return EXIT_INPUT
+        raise CommandError(f"--timeout must be a positive number of seconds, got {ns.timeout}")
     if os.getcwd() not in sys.path and "" not in sys.path:
         sys.path.insert(0, os.getcwd())  # module:attribute resolves from here, as `python -m` would
+    report = gather(ns)
+    emit(report, ns.format, ns.fail_on)
+    return EXIT_FAILED if report.failed(ns.fail_on) else EXIT_OK
 
-    def body() -> int:
-        report = gather(ns)
-        emit(report, ns.format, ns.fail_on)
-        return EXIT_FAILED if report.failed(ns.fail_on) else EXIT_OK
 
-    return run(body, input_errors=(AuditTargetError,), prefix="outcome-telemetry audit: ", what="the audit")
+def main(argv: Sequence[str]) -> int:
+    """Run ``outcome-telemetry audit`` with ``argv`` (everything after ``audit``)."""
+    return dispatch(build_parser(), execute, argv)

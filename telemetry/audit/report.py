@@ -57,7 +57,7 @@ class AuditReport:
 
     def failed(self, fail_on: str = CRITICAL) -> bool:
         """``critical`` (the default: a critical finding, which includes every write that is not
-        version-bound), ``warning`` (a warning or worse) or ``never``."""
+        ``version_bound``), ``warning`` (a warning or worse) or ``never``."""
         counts = self.counts()
         if fail_on == NEVER:
             return False

@@ -8,16 +8,25 @@ from __future__ import annotations
 
 from typing import Final
 
+from . import model as m
 from .model import CRITICAL, FROM_DECLARATION, INFO, NO, NOT_APPLICABLE, WARNING, YES, Answer, Finding
+
+__all__ = ["RULES", "finding", "no", "not_applicable", "yes"]
+
+def _no(check: str) -> str:
+    """The rule name of a no to ``check``: the check's own name (conventions' ``AUDIT_*``), negated,
+    in SARIF's kebab case (``readback_verified`` -> ``not-readback-verified``)."""
+    return "not-" + check.replace("_", "-")
+
 
 RULES: Final[dict[str, tuple[str, str, str]]] = {
     # code: (rule, default severity, what it prevents)
-    "AUD101": ("not-scoped", WARNING, "an agent can reach tools it was never meant to have"),
-    "AUD102": ("not-idempotent", WARNING, "a retried write makes a second change"),
-    "AUD103": ("not-version-bound", CRITICAL, "a write built on a stale read is applied over a newer value"),
-    "AUD104": ("not-previewable", WARNING, "a bulk or destructive write runs before anyone saw what it would touch"),
-    "AUD105": ("no-readback", WARNING, "a write that did not persist as sent still reports success"),
-    "AUD106": ("not-observable", WARNING, "a 200 that did the wrong thing looks like every other 200"),
+    "AUD101": (_no(m.SCOPED), WARNING, "an agent can reach tools it was never meant to have"),
+    "AUD102": (_no(m.IDEMPOTENT), WARNING, "a retried write makes a second change"),
+    "AUD103": (_no(m.VERSION_BOUND), CRITICAL, "a write built on a stale read is applied over a newer value"),
+    "AUD104": (_no(m.PREVIEWABLE), WARNING, "a bulk or destructive write runs before anyone saw what it would touch"),
+    "AUD105": (_no(m.READBACK_VERIFIED), WARNING, "a write that did not persist as sent still reports success"),
+    "AUD106": (_no(m.SEMANTICALLY_OBSERVABLE), WARNING, "a 200 that did the wrong thing looks like every other 200"),
     "SCH207": ("send-without-policy-version", CRITICAL, "a message drafted against a superseded policy is sent"),
     "SCH200": ("guard-bypass", CRITICAL, "a refused model finds the switch that turns the guard off"),
     "SCH201": ("unbounded-number", WARNING, "a model sends limit=10000 or a negative amount"),

@@ -15,7 +15,8 @@ from .report import AuditReport
 
 __all__ = ["CELL", "HEADERS", "clean", "render"]
 
-HEADERS: Final = ("scoped", "idempot.", "version", "preview", "readback", "observed")
+HEADERS: Final = CHECKS
+"""The six columns are the checks' own names (conventions' ``AUDIT_*``), as in the JSON and SARIF."""
 CELL: Final = {YES: "yes", NO: "NO", NOT_APPLICABLE: "n/a"}
 _UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2066-\u2069\ufeff]")
 _SEVERITY_ORDER: Final = {CRITICAL: 0, WARNING: 1, INFO: 2}

@@ -11,19 +11,19 @@ from pathlib import Path
 from typing import Any
 
 from .. import conventions as c
-from .._command import command_parser, silence_stdout
-from .alerting import FiringAlert, samples_from_registry, would_fire
-from ..exceptions import ConfigurationError, GuardError
+from .._command import EXIT_FINDINGS, EXIT_OK, CommandError, command_parser, dispatch, output_folder, writing
+from ..exceptions import ConfigurationError
 from ..forensics import open_traces
 from ..forensics.html import write_html
 from ..runtime.resources import data_dir
+from .alerting import FiringAlert, samples_from_registry, would_fire
 from .manifest import score
 from .report import Findings, print_report
 from .runner import CrewResult, run_crew, stderr_progress
 from .scenarios import MODES, SCENARIOS
 from .surfaces import audit_summary
 
-__all__ = ["MAX_AGENTS", "MAX_BACKGROUND_STEPS", "MAX_SEED", "MAX_STEPS", "build_parser", "main"]
+__all__ = ["MAX_AGENTS", "MAX_BACKGROUND_STEPS", "MAX_SEED", "MAX_STEPS", "build_parser", "execute", "main"]
 
 MAX_AGENTS = 1_000
 MAX_STEPS = 10_000
@@ -36,14 +36,15 @@ EPILOG = """\
 scenarios: """ + ", ".join(SCENARIOS) + f"""
 
 bounds: --agents 0..{MAX_AGENTS:,}, --steps 0..{MAX_STEPS:,}, --agents x --steps at most
-{MAX_BACKGROUND_STEPS:,}, --seed 0..{MAX_SEED:,}, --port 0..65535; --out must be a folder (or
+{MAX_BACKGROUND_STEPS:,}, --seed 0..{MAX_SEED:,}, --metrics-port 0..65535; --out must be a folder (or
 a path one can be created at). A bad value exits with status 2 before anything is written.
 
 Each scenario forces one failure story. Guarded, the guard refuses it at call time and the
 scripted agent recovers; legacy, it goes through "green" and only the telemetry shows it.
 The run leaves in --out: traces/ (OTLP JSON lines), one SQLite file per mode (none with --store), manifest.json
-(the ground truth of what was injected), report.html (the forensics report as one page); a second run into the same folder replaces them. The exit status is 1 when forensics does not find
-exactly what the manifest says (precision and recall both 1).
+(the ground truth of what was injected), report.html (the forensics report as one page); a second
+run into the same folder replaces them. The exit status is 1 when forensics does not find
+exactly what the manifest says (precision and recall both 1), 2 for bad input, 3 for a bug.
 
 examples:
   outcome-telemetry demo
@@ -66,8 +67,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--seed", type=int, default=7, help="seed of the run (default: %(default)s)")
     parser.add_argument("--agents", type=int, default=0, help="background agents doing healthy work (default: 0)")
     parser.add_argument("--steps", type=int, default=0, help="steps per background agent (default: 0)")
-    parser.add_argument("--out", type=Path, default=Path("demo-output"), help="output folder (default: %(default)s)")
-    parser.add_argument("--format", choices=["text", "json"], default="text", help="summary format")
+    parser.add_argument("--out", type=output_folder, default=Path("demo-output"), metavar="DIR",
+                        help="output folder (default: %(default)s)")
+    parser.add_argument("--format", choices=["text", "json"], default="text", help="summary format (default: text)")
     parser.add_argument("--no-alerts", action="store_true", help="skip the promtool alert evaluation")
     parser.add_argument("--promtool", type=Path, metavar="PATH",
                         help="promtool to evaluate the alert rules with (default: the one on PATH; "
@@ -76,7 +78,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--store", metavar="URL", default=None,
                         help="run the guards on PostgreSQL at this postgresql:// URL (in schemas "
                              "outcome_telemetry_demo_guarded and _legacy, replaced each run) instead of SQLite files")
-    parser.add_argument("--port", type=int, default=9464, help="/metrics port with --serve, on 127.0.0.1 (0 picks a free one; default: %(default)s)")
+    parser.add_argument("--metrics-port", type=int, default=9464, metavar="P",
+                        help="/metrics port with --serve, on 127.0.0.1 (0 picks a free one; default: %(default)s)")
     return parser
 
 
@@ -100,27 +103,10 @@ def _serve_instructions(result: CrewResult) -> str:
     )
 
 
-def _out_problem(out: Path) -> str | None:
-    """Why ``out`` cannot be the output folder (None when it can): checked before any work."""
-    path = out.expanduser()
-    if path.exists() and not path.is_dir():
-        return f"--out {out} is a file, not a folder; pass a folder path (it is created if missing)"
-    probe = path
-    while not probe.exists():
-        if probe.parent == probe:
-            break
-        probe = probe.parent
-    if probe.exists() and not probe.is_dir():
-        return f"--out {out} cannot be created: {probe} is a file, not a folder; pass another path"
-    if probe.exists() and not os.access(probe, os.W_OK | os.X_OK):
-        return f"--out {out} cannot be written: {probe} is not writable by this user; pass another path"
-    return None
-
-
 def _argument_problem(ns: argparse.Namespace) -> str | None:
     """What is out of bounds in the arguments (None when nothing is), checked before any work."""
     for flag, value, high in (("--agents", ns.agents, MAX_AGENTS), ("--steps", ns.steps, MAX_STEPS),
-                              ("--seed", ns.seed, MAX_SEED), ("--port", ns.port, 65535)):
+                              ("--seed", ns.seed, MAX_SEED), ("--metrics-port", ns.metrics_port, 65535)):
         if not 0 <= value <= high:
             return f"{flag} {value} is out of range: pass a whole number from 0 to {high:,}"
     if ns.agents * ns.steps > MAX_BACKGROUND_STEPS:
@@ -128,46 +114,42 @@ def _argument_problem(ns: argparse.Namespace) -> str | None:
             f"--agents {ns.agents} x --steps {ns.steps} is {ns.agents * ns.steps:,} agent-steps; the limit is "
             f"{MAX_BACKGROUND_STEPS:,} (about 2.5 KB of traces each, per mode): lower one of them"
         )
-    return _out_problem(ns.out)
+    return None
+
+
+def execute(ns: argparse.Namespace) -> int:
+    """The body of ``outcome-telemetry demo``, on parsed arguments: every bound checked first."""
+    if ns.promtool is not None and not (ns.promtool.is_file() and os.access(ns.promtool, os.X_OK)):
+        raise CommandError(f"--promtool {str(ns.promtool)!r} is not an executable file; give the path of promtool itself")
+    problem = _argument_problem(ns)
+    if problem is not None:
+        raise CommandError(problem)
+    return _run(ns)
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
-    ns = parser.parse_args(argv)
-    if ns.promtool is not None and not (ns.promtool.is_file() and os.access(ns.promtool, os.X_OK)):
-        parser.error(f"--promtool {str(ns.promtool)!r} is not an executable file; give the path of promtool itself")
-    problem = _argument_problem(ns)
-    if problem is not None:
-        parser.print_usage(sys.stderr)
-        print(f"{parser.prog}: error: {problem}", file=sys.stderr)
-        return 2
-    try:
-        status = _run(ns)
-        sys.stdout.flush()  # inside the try: a reader that left shows up here, not at exit
-        return status
-    except BrokenPipeError:  # the reader went away (``demo | head``): a normal end
-        silence_stdout()
-        return 0
+    """Run ``outcome-telemetry demo`` with ``argv`` (everything after ``demo``)."""
+    return dispatch(build_parser(), execute, sys.argv[1:] if argv is None else argv)
 
 
 def _run(ns: argparse.Namespace) -> int:
     modes = list(MODES) if ns.mode == "both" else [ns.mode]
     try:
-        result = run_crew(
-            ns.out,
-            scenarios=ns.scenario,
-            modes=modes,
-            seed=ns.seed,
-            agents=ns.agents,
-            steps=ns.steps,
-            metrics_port=ns.port if ns.serve else None,
-            progress=stderr_progress(),
-            keep_runtime=ns.serve,
-            store=ns.store,
-        )
-    except (ValueError, ConfigurationError, GuardError) as exc:
-        print(f"outcome-telemetry demo: {exc}", file=sys.stderr)
-        return 2
+        with writing("--out", ns.out, within=True):  # the run creates --out: /proc/x fails only then
+            result = run_crew(
+                ns.out,
+                scenarios=ns.scenario,
+                modes=modes,
+                seed=ns.seed,
+                agents=ns.agents,
+                steps=ns.steps,
+                metrics_port=ns.metrics_port if ns.serve else None,
+                progress=stderr_progress(),
+                keep_runtime=ns.serve,
+                store=ns.store,
+            )
+    except ValueError as exc:  # ConfigurationError (a bad --store) is a TelemetryError: exit 2 as well
+        raise CommandError(str(exc)) from None
     if result.runtime is not None:
         result.runtime.force_flush()
     with open_traces([result.traces_dir]) as forensics:
@@ -197,7 +179,7 @@ def _run(ns: argparse.Namespace) -> int:
             pass
         finally:
             result.runtime.shutdown()
-    return 0 if ok else 1
+    return EXIT_OK if ok else EXIT_FINDINGS
 
 
 def _summary(result: CrewResult, findings: Findings, alerts: list[FiringAlert] | None, skipped: str | None) -> dict[str, Any]:

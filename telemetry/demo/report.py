@@ -90,6 +90,6 @@ def print_report(
             print(f"   {alert.severity:8} {alert.name:34} {where}", file=stream)
     print(
         f"\nnext: outcome-telemetry forensics report {result.traces_dir}\n"
-        f"      outcome-telemetry forensics divergent_reads {result.traces_dir} --format table",
+        f"      outcome-telemetry forensics run divergent_reads {result.traces_dir}",
         file=stream,
     )

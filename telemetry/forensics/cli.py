@@ -1,44 +1,61 @@
-"""``outcome-telemetry forensics``: the on-call command line over trace files.
+"""``outcome-telemetry forensics``: the on-call command line over trace files, verbs then nouns.
 
-    outcome-telemetry forensics report traces/            # every question, summarised
-    outcome-telemetry forensics divergent_reads traces/   # one question's rows
-    outcome-telemetry forensics ingest traces/ --to pq/   # Parquet once, for scale
-    outcome-telemetry forensics --list                    # the questions
+    outcome-telemetry forensics report traces/                # every question, summarised
+    outcome-telemetry forensics run divergent_reads traces/   # one question's rows
+    outcome-telemetry forensics list                          # the questions
+    outcome-telemetry forensics ingest traces/ --to pq/       # Parquet once, for scale
     outcome-telemetry forensics report --clickhouse https://reader@ch:8443/otel --last 6h
 
-Exit status: 0 done, 1 findings with ``--fail-on-findings``, 2 bad input or usage.
+Exit status: 0 done, 1 a finding at or above ``--fail-on``, 2 bad input or usage, 3 a bug.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
-from typing import Optional, Sequence
+from collections.abc import Sequence
 
-from .._command import EXIT_FINDINGS, EXIT_INPUT, EXIT_INTERNAL, EXIT_OK, command_parser, parse, run
+from .._command import (
+    EXIT_FINDINGS,
+    EXIT_INPUT,
+    EXIT_INTERNAL,
+    EXIT_OK,
+    command_parser,
+    dispatch,
+    make_folder,
+    output_file,
+    output_folder,
+    writing,
+)
 from ..exceptions import ForensicsInputError
 from .api import Forensics, open_clickhouse, open_traces
 from .clickhouse.options import add_arguments as add_clickhouse_arguments
 from .html import validate_trace_url, write_html
 from .ingest import ingest
 from .loading import MAX_LINE_BYTES, Progress, stderr_progress
-from .questions import QUESTION_NAMES, all_questions, question
-from .report import FORMATS, format_answer
+from .questions import CRITICAL, QUESTION_NAMES, WARNING, Question, all_questions, question
+from .report import Format, format_answer
 
-__all__ = ["EXIT_FINDINGS", "EXIT_INPUT", "EXIT_INTERNAL", "EXIT_OK", "build_parser", "main"]
+__all__ = ["EXIT_FINDINGS", "EXIT_INPUT", "EXIT_INTERNAL", "EXIT_OK", "FAIL_ON", "FORMATS", "build_parser",
+           "byte_count", "execute", "main"]
 
-# Exit 3 (EXIT_INTERNAL) is distinct from 1, so --fail-on-findings in CI never mistakes a crash
-# for findings.
+FORMATS = ("text", "json", "csv")
+"""``--format`` values; ``text`` is the human one, as in every command."""
+NEVER = "never"
+FAIL_ON = (CRITICAL, WARNING, NEVER)
+"""``--fail-on`` levels, as the audit's: exit 1 on a critical finding, on a warning or worse, or never."""
+_RENDER: dict[str, Format] = {"text": "table", "json": "json", "csv": "csv"}
 
 _EPILOG = """\
 PATHS are OTLP JSON-lines files (.jsonl/.json/.ndjson, optionally .gz/.zst), directories
 (searched recursively), globs, or a directory written by `ingest` (Parquet).
-Run `outcome-telemetry forensics --list` for the questions; docs/forensics.md explains each.
+Run `outcome-telemetry forensics list` for the questions; docs/forensics.md explains each.
 Instead of PATHS, --clickhouse URL reads a Collector's otel_traces table (the password from
 $CLICKHOUSE_PASSWORD, never the command line); see `outcome-telemetry forensics report --help`.
 
-exit status: 0 done; 1 findings (with --fail-on-findings); 2 bad input or usage;
-3 an unexpected failure (traceback on stderr). A closed stdout (`... | head`) ends quietly with 0.
+exit status: 0 done; 1 a finding at or above --fail-on (critical or warning; records such as
+waivers and refusals never); 2 bad input or usage; 3 an unexpected failure (traceback on stderr).
+A closed stdout (`... | head`) ends quietly with 0.
 """
 
 
@@ -52,8 +69,8 @@ def byte_count(text: str) -> int:
     return int(digits) * scale
 
 
-def _common(parser: argparse.ArgumentParser, *, findings: bool = True) -> None:
-    parser.add_argument("paths", nargs="+" if not findings else "*", metavar="PATHS",
+def _inputs(parser: argparse.ArgumentParser, *, required: bool) -> None:
+    parser.add_argument("paths", nargs="+" if required else "*", metavar="PATHS",
                         help="trace files, directories or globs")
     parser.add_argument("--skip-bad-lines", action="store_true",
                         help="skip malformed lines (reported with file and line) instead of failing; "
@@ -62,53 +79,88 @@ def _common(parser: argparse.ArgumentParser, *, findings: bool = True) -> None:
                         help="longest line to read, in bytes (K/M/G suffixes; default 16M); longer lines "
                              "are refused naming the line, or skipped with --skip-bad-lines")
     parser.add_argument("--quiet", "-q", action="store_true", help="no progress messages on stderr")
-    if findings:
-        parser.add_argument("--format", choices=FORMATS, default="table", help="output format (default table)")
-        parser.add_argument("--fail-on-findings", action="store_true",
-                            help="exit 1 when any question reports a problem (for CI)")
-        add_clickhouse_arguments(parser)
+
+
+def _answers(parser: argparse.ArgumentParser) -> None:
+    _inputs(parser, required=False)
+    parser.add_argument("--format", choices=FORMATS, default="text", help="output format (default text)")
+    parser.add_argument("--fail-on", choices=FAIL_ON, default=NEVER,
+                        help="exit 1 on a critical finding, on a warning or worse, or never (the default); "
+                             "for CI")
+    add_clickhouse_arguments(parser)
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The argument parser (exposed so the top-level CLI and docs can reuse it)."""
+    """The argument parser (exposed so the top-level CLI, the tests and the docs can reuse it)."""
     parser = command_parser(
         "forensics",
         "Find what the guards did not prevent: divergent reads, lost updates, dropped constraints, "
-        "200s with a bad outcome, stale sends, read-back mismatches, ... in OTLP JSON-lines traces.",
+        "silent failures, stale sends, read-back mismatches, ... in OTLP JSON-lines traces.",
         _EPILOG)
-    parser.add_argument("--list", action="store_true", help="list the questions with one-line descriptions")
-    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     report_parser = commands.add_parser(
         "report", help="run every question and print a summary (--html for a page)",
         description="Run every question; print what was found by severity, how many, the worst "
                     "examples, what to do next and the command for the rows. --html FILE also writes "
                     "one self-contained HTML page (no script, nothing fetched) with chain diagrams, "
                     "state-key timelines and per-tool bars.")
-    _common(report_parser)
-    report_parser.add_argument("--html", metavar="FILE", help="also write the report as one self-contained HTML file")
+    _answers(report_parser)
+    report_parser.add_argument("--html", type=output_file, metavar="FILE",
+                               help="also write the report as one self-contained HTML file")
     report_parser.add_argument("--trace-url", metavar="TEMPLATE",
                                help="with --html: link trace ids through this URL, which must contain {trace_id} "
                                     "(e.g. http://localhost:16686/trace/{trace_id} for Jaeger)")
+    run_parser = commands.add_parser(
+        "run", help="run one question and print its rows",
+        description="Run one question (see `outcome-telemetry forensics list`) and print its rows, "
+                    "with the caveats the evidence puts on them.")
+    run_parser.add_argument("question", choices=QUESTION_NAMES, metavar="QUESTION",
+                            help="the question's name (`forensics list` shows them)")
+    _answers(run_parser)
+    list_parser = commands.add_parser(
+        "list", help="the questions, one line each (with a QUESTION: its full description)",
+        description="Print every question with its one-line description; with QUESTION names, print "
+                    "each one's whole header instead (what it asks, its scope, its columns, an example).")
+    list_parser.add_argument("questions", nargs="*", type=_question_name, metavar="QUESTION",
+                             help="questions to describe in full")
     ingest_parser = commands.add_parser(
         "ingest", help="convert JSON lines to Parquet (incremental)",
         description="Convert trace files to Parquet parts in DIR once; files already ingested (same "
                     "path, size and mtime) are skipped. Then run questions on DIR.")
-    _common(ingest_parser, findings=False)
-    ingest_parser.add_argument("--to", required=True, metavar="DIR", help="output directory for the Parquet parts")
-    for q in all_questions():
-        _common(commands.add_parser(q.name, help=q.description, description=q.header,
-                                    formatter_class=argparse.RawDescriptionHelpFormatter))
+    _inputs(ingest_parser, required=True)
+    ingest_parser.add_argument("--to", required=True, type=output_folder, metavar="DIR",
+                               help="output directory for the Parquet parts")
     return parser
 
 
-def _list() -> str:
+def _question_name(text: str) -> str:
+    """A question's name (``nargs="*"`` cannot take ``choices``: argparse checks the empty default)."""
+    if text not in QUESTION_NAMES:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a question; choose from {', '.join(QUESTION_NAMES)}")
+    return text
+
+
+def _list(names: Sequence[str]) -> str:
+    if names:
+        return "\n\n".join(question(name).header for name in names)
     width = max(len(n) for n in QUESTION_NAMES)
     return "\n".join(f"{q.name.ljust(width)}  {q.description}" for q in all_questions())
 
 
-def _run(args: argparse.Namespace) -> int:
-    progress: Optional[Progress] = None if args.quiet else stderr_progress
+def _fails(found: Sequence[tuple[Question, int]], fail_on: str) -> bool:
+    """Whether rows of a finding question at or above ``fail_on`` were found (records never count)."""
+    levels = {CRITICAL: (CRITICAL,), WARNING: (CRITICAL, WARNING)}.get(fail_on, ())
+    return any(count and q.is_finding and q.severity in levels for q, count in found)
+
+
+def execute(args: argparse.Namespace) -> int:
+    """The body of ``outcome-telemetry forensics``, on parsed arguments."""
+    if args.command == "list":
+        print(_list(args.questions))
+        return EXIT_OK
+    progress: Progress | None = None if args.quiet else stderr_progress
     if args.command == "ingest":
+        make_folder("--to", args.to)
         result = ingest(args.paths, args.to, skip_bad_lines=args.skip_bad_lines, progress=progress,
                         max_line_bytes=args.max_line_bytes)
         for warning in result.warnings:
@@ -116,30 +168,33 @@ def _run(args: argparse.Namespace) -> int:
         print(f"ingested {len(result.ingested)} file(s), {result.spans:,} spans, into {result.directory}; "
               f"{len(result.unchanged)} unchanged file(s) skipped")
         return EXIT_OK
+    if args.command == "report" and args.trace_url is not None:
+        if not args.html:
+            raise ForensicsInputError("--trace-url needs --html FILE (links are only made in the HTML page)")
+        validate_trace_url(args.trace_url)
+    if args.command == "report" and args.html:
+        make_folder("--html", args.html.parent, shown=args.html)  # before the work, not after it
     with _open(args, progress) as traces:
         for warning in traces.evidence.warnings():
             print(f"warning: {warning}", file=sys.stderr)
         if args.command == "report":
-            if args.trace_url is not None:
-                if not args.html:
-                    raise ForensicsInputError("--trace-url needs --html FILE (links are only made in the HTML page)")
-                validate_trace_url(args.trace_url)
             answers = traces.answers(progress) if args.html else None  # the page needs every row
             report = traces.report(progress=progress, answers=answers)
-            print(report.render(args.format))
+            print(report.render(_RENDER[args.format]))
             if args.html:
-                written = write_html(traces, args.html, trace_url=args.trace_url, answers=answers)
+                with writing("--html", args.html):
+                    written = write_html(traces, args.html, trace_url=args.trace_url, answers=answers)
                 print(f"HTML report: {written}", file=sys.stderr)
-            findings = report.findings
+            found = [(s.question, s.count) for s in report.sections]
         else:
-            q = question(args.command)
+            q = question(args.question)
             rows = traces.run(q.name)
-            print(format_answer(rows, traces.columns(q.name), args.format, q, traces.evidence))
-            findings = len(rows) if q.is_finding else 0
-    return EXIT_FINDINGS if args.fail_on_findings and findings else EXIT_OK
+            print(format_answer(rows, traces.columns(q.name), _RENDER[args.format], q, traces.evidence))
+            found = [(q, len(rows))]
+    return EXIT_FINDINGS if _fails(found, args.fail_on) else EXIT_OK
 
 
-def _open(args: argparse.Namespace, progress: Optional[Progress]) -> Forensics:
+def _open(args: argparse.Namespace, progress: Progress | None) -> Forensics:
     """The traces the arguments name: files, or a ClickHouse table (exactly one of them)."""
     if args.clickhouse is None:
         if not args.paths:
@@ -155,17 +210,7 @@ def _open(args: argparse.Namespace, progress: Optional[Progress]) -> Forensics:
 
 def main(argv: Sequence[str]) -> int:
     """Run ``outcome-telemetry forensics`` with ``argv`` (everything after ``forensics``)."""
-    parser = build_parser()
-    args = parse(parser, argv)
-    if isinstance(args, int):
-        return args
-    if args.list:
-        print(_list())
-        return EXIT_OK
-    if args.command is None:
-        parser.print_help(sys.stderr)
-        return EXIT_INPUT
-    return run(lambda: _run(args), input_errors=(ForensicsInputError,), prefix="error: ", what="forensics")
+    return dispatch(build_parser(), execute, argv)
 
 
 if __name__ == "__main__":

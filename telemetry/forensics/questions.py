@@ -66,7 +66,7 @@ SEVERITY: dict[str, str] = {
     "waivers_by_hop": RECORD,
     "guard_refusals": RECORD,
 }
-"""Each question's severity. Records are reported but never trip ``--fail-on-findings``: a
+"""Each question's severity. Records are reported but never trip ``--fail-on``: a
 waiver is a reasoned decision and a refusal a prevented failure whose caller was told."""
 
 DOUBLE_EXECUTIONS: tuple[str, ...] = ("conflict_accepted", "repeated_execution")

@@ -161,7 +161,7 @@ class Report:
 
     @property
     def records(self) -> int:
-        """Rows of the record questions: reported, never a failure of ``--fail-on-findings``."""
+        """Rows of the record questions: reported, never a failure of ``--fail-on``."""
         return sum(s.count for s in self.sections if not s.question.is_finding)
 
     def as_dict(self) -> dict[str, Any]:
@@ -183,7 +183,7 @@ class Report:
                     "rows": s.count,
                     "caveats": evidence.caveats(s.question.name) if evidence else [],
                     "next_step": s.question.next_step,
-                    "command": ["outcome-telemetry", "forensics", s.question.name, *self.paths],
+                    "command": ["outcome-telemetry", "forensics", "run", s.question.name, *self.paths],
                     "examples": _plain_rows(s.examples, s.columns),
                 }
                 for s in self.sections
@@ -232,7 +232,7 @@ class Report:
                 if s.count > len(s.examples):
                     out.append(f"{_INDENT}({s.count - len(s.examples)} more row(s))")
                 out += wrap(f"next: {s.question.next_step}", _INDENT)
-                out += command_lines(["outcome-telemetry", "forensics", s.question.name, *self.paths],
+                out += command_lines(["outcome-telemetry", "forensics", "run", s.question.name, *self.paths],
                                      WIDTH, _INDENT + "rows: ")
         clean = [s.question.name for s in self.sections if not s.count]
         if clean:

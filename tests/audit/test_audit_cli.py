@@ -9,19 +9,21 @@ import textwrap
 from collections.abc import Iterator
 from pathlib import Path
 
-import audit_support  # noqa: F401  (skips without the extra, fails in CI)
 import jsonschema
 import pytest
-from audit_support import answers, codes, run_cli, run_json
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from sarif_required import SARIF_REQUIRED
 
+from telemetry import conventions as c
 from telemetry.audit import SCHEMA_ID
 from telemetry.audit.mcp_listing import from_listing
 from telemetry.audit.report import TargetInfo, run_audit
 from telemetry.audit.table import clean, render
 from telemetry.cli import main as top_main
+
+import audit_support  # noqa: F401  (skips without the extra, fails in CI)
+from audit_support import answers, codes, run_cli, run_json
+from sarif_required import SARIF_REQUIRED
 
 MODULE = '''
 from pathlib import Path
@@ -58,11 +60,30 @@ def app(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
 
 
 def test_help_explains_the_checks_and_exit_status(capsys: pytest.CaptureFixture[str]) -> None:
-    """--help names the six checks, the target kinds and the exit codes, through the top-level command."""
+    """--help names the six checks (as conventions spells them), the target kinds and the exit codes,
+    through the top-level command."""
     assert top_main(["audit", "--help"]) == 0
     out = capsys.readouterr().out
-    for word in ("scoped", "idempotent", "version-bound", "previewable", "readback", "--mcp-stdio", "--traces", "exit status"):
+    for word in (*c.AUDIT_CHECKS, "--mcp-stdio", "--traces", "exit status"):
         assert word in out
+
+
+def test_the_checks_are_spelled_one_way(app: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The table's columns, the JSON's answer keys, the SARIF rule names of the noes and the docs
+    spell each check as conventions does (``AUDIT_*``); the old spellings appear nowhere."""
+    from telemetry.audit.rules import RULES
+
+    code, out, _err = run_cli(capsys, "auditapp:TOOLS")
+    header = out.splitlines()[0].split()
+    assert header == ["tool", "kind", *c.AUDIT_CHECKS]
+    _code, doc = run_json(capsys, "auditapp:TOOLS")
+    assert all(tuple(t["answers"]) == c.AUDIT_CHECKS for t in doc["tools"])
+    assert [RULES[f"AUD10{i}"][0] for i in range(1, 7)] == ["not-" + n.replace("_", "-") for n in c.AUDIT_CHECKS]
+    docs = (Path(__file__).resolve().parents[2] / "docs" / "audit.md").read_text()
+    for name in c.AUDIT_CHECKS:
+        assert f"| `{name}` (`AUD10" in docs, name
+    for old in ("read-back verified", "version-bound (", "semantically observable (", "idempot.", "no-readback"):
+        assert old not in docs and old not in out, old
 
 
 def test_no_target_and_bad_targets_are_exit_2_and_named(app: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -24,19 +24,42 @@ def planted_file(tmp_path: Path) -> Path:
 
 
 def test_list_names_every_question_with_its_description(capsys: pytest.CaptureFixture[str]) -> None:
-    """--list prints one line per question: name and description."""
-    assert main(["--list"]) == 0
+    """`list` prints one line per question: name and description; with a name, its whole header."""
+    assert main(["list"]) == 0
     out = capsys.readouterr().out.splitlines()
     assert [line.split()[0] for line in out] == list(QUESTION_NAMES)
     assert "neither carried nor waived" in out[QUESTION_NAMES.index("constraint_loss_by_hop")]
+    assert main(["list", "stale_sends"]) == 0
+    assert capsys.readouterr().out.strip() == question("stale_sends").header
 
 
-def test_report_exit_code_follows_fail_on_findings(planted_file: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """report exits 0 normally and 1 with --fail-on-findings when something was found."""
+def test_old_spellings_are_usage_errors(planted_file: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Before 1.0 the old spellings are gone, not aliased (CHANGELOG): a question name where the
+    verb goes, `--list` and `--fail-on-findings` all exit 2."""
+    for argv in (["stale_sends", str(planted_file)], ["--list"], ["report", str(planted_file), "--fail-on-findings"],
+                 ["report", str(planted_file), "--format", "table"]):
+        assert main(argv) == 2, argv
+    assert "Traceback" not in capsys.readouterr().err
+
+
+def test_report_exit_code_follows_fail_on(planted_file: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """report exits 0 normally (--fail-on never is the default) and 1 with --fail-on warning or
+    critical when findings of that severity were found."""
     assert main(["report", str(planted_file), "-q"]) == 0
     text = capsys.readouterr().out
     assert "== constraint_loss_by_hop: 3 finding(s)" in text
-    assert main(["report", str(planted_file), "-q", "--fail-on-findings"]) == 1
+    assert main(["report", str(planted_file), "-q", "--fail-on", "warning"]) == 1
+    assert main(["report", str(planted_file), "-q", "--fail-on", "critical"]) == 1
+    assert main(["report", str(planted_file), "-q", "--fail-on", "never"]) == 0
+
+
+def test_fail_on_critical_ignores_warnings(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`run` of a warning-level question with rows trips --fail-on warning, not --fail-on critical."""
+    path = planted().write(tmp_path / "t.jsonl")
+    assert main(["run", "divergent_reads", str(path), "-q"]) == 0
+    assert "(no rows)" not in capsys.readouterr().out
+    assert main(["run", "divergent_reads", str(path), "-q", "--fail-on", "warning"]) == 1
+    assert main(["run", "divergent_reads", str(path), "-q", "--fail-on", "critical"]) == 0
 
 
 def test_report_json_and_question_csv_formats(planted_file: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -44,13 +67,13 @@ def test_report_json_and_question_csv_formats(planted_file: Path, capsys: pytest
     assert main(["report", str(planted_file), "-q", "--format", "json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert {q["question"]: q["rows"] for q in data["questions"]}["stale_sends"] == 2
-    assert main(["stale_sends", str(planted_file), "-q", "--format", "csv"]) == 0
+    assert main(["run", "stale_sends", str(planted_file), "-q", "--format", "csv"]) == 0
     lines = capsys.readouterr().out.strip().splitlines()
     assert lines[0].startswith("verdict,run_id,agent_id") and len(lines) == 3
 
 
 def test_clean_traces_do_not_fail_ci(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """Only waivers (a record, not a finding) do not trip --fail-on-findings."""
+    """Only waivers (a record, not a finding) do not trip --fail-on warning."""
     from forensics_builder import TraceBuilder, attrs
     b = TraceBuilder()
     b.add("r", "register_task", c.KIND_DELEGATE, "p", 1, attrs=attrs(DELEGATION_TASK_ID="T", DELEGATION_ROOT_TASK_ID="T",
@@ -59,7 +82,7 @@ def test_clean_traces_do_not_fail_ci(tmp_path: Path, capsys: pytest.CaptureFixtu
         DELEGATION_TASK_ID="T.1", DELEGATION_ORIGIN_TASK_ID="T", DELEGATION_ROOT_TASK_ID="T", DELEGATION_HOP=1,
         DELEGATION_CONSTRAINTS_CARRIED=[], DELEGATION_CONSTRAINTS_WAIVED=["C1"], DELEGATION_WAIVER_REASONS=["ok'd"]))
     path = b.write(tmp_path / "t.jsonl")
-    assert main(["report", str(path), "-q", "--fail-on-findings"]) == 0
+    assert main(["report", str(path), "-q", "--fail-on", "warning"]) == 0
     assert "waivers_by_hop: 1 record(s)" in capsys.readouterr().out
 
 
@@ -67,7 +90,7 @@ def test_bad_input_exits_2_with_the_reason_on_stderr(tmp_path: Path, capsys: pyt
     """A missing path exits 2 and says so on stderr; an unknown question is a usage error."""
     assert main(["report", str(tmp_path / "nope.jsonl")]) == 2
     assert "does not exist" in capsys.readouterr().err
-    assert main(["no_such_question", str(tmp_path)]) == 2
+    assert main(["run", "no_such_question", str(tmp_path)]) == 2
 
 
 def test_ingest_is_incremental_and_questions_run_on_the_parquet(planted_file: Path, tmp_path: Path,
@@ -86,7 +109,7 @@ def test_ingest_is_incremental_and_questions_run_on_the_parquet(planted_file: Pa
     assert len(list(out.glob("*.parquet"))) == 1
     assert main(["ingest", str(planted_file), "--to", str(out), "-q"]) == 0
     assert "1 unchanged file(s) skipped" in capsys.readouterr().out
-    assert main(["waivers_by_hop", str(out), "-q", "--format", "json"]) == 0
+    assert main(["run", "waivers_by_hop", str(out), "-q", "--format", "json"]) == 0
     answer = json.loads(capsys.readouterr().out)
     assert len(answer["rows"]) == 1  # the appended copy of every span counts once
     assert answer["evidence"]["duplicates"]["dropped"] == len(planted().spans)

@@ -125,7 +125,7 @@ def test_report_names_the_table_and_window_and_its_detail_commands_repeat_them(
     headline = " ".join(text.split("\nwarning:")[0].split("\n")[:4])  # the headline, wrapped
     assert "spans from chdb://" in headline and "otel_traces" in headline
     commands = [q["command"] for q in report.as_dict()["questions"] if "command" in q]
-    assert commands and all(cmd[3:5] == ["--clickhouse", ch.load_report.source.split(" table ")[0]]
+    assert commands and all(cmd[2] == "run" and cmd[4:6] == ["--clickhouse", ch.load_report.source.split(" table ")[0]]
                             and "--since" in cmd and "--until" in cmd for cmd in commands)
     assert "--clickhouse" in text and "--since" in text
 
@@ -236,9 +236,9 @@ def test_cli_reads_clickhouse_and_refuses_paths_with_it(tmp_path: Path, chdb_dir
     _, database = planted_load("current")
     url = f"chdb://{chdb_dir}"
     args = ["--clickhouse", url, "--table", f"{database}.otel_traces", "--last", "1d", "-q"]
-    assert forensics_main(["report", *args, "--fail-on-findings"]) == 1
+    assert forensics_main(["report", *args, "--fail-on", "warning"]) == 1
     assert "finding(s)" in capsys.readouterr().out
-    assert forensics_main(["stale_sends", *args, "--format", "json"]) == 0
+    assert forensics_main(["run", "stale_sends", *args, "--format", "json"]) == 0
     assert len(json.loads(capsys.readouterr().out)["rows"]) == 2
     assert forensics_main(["report", str(tmp_path), "--clickhouse", url]) == 2
     assert "not both" in capsys.readouterr().err

@@ -6,7 +6,6 @@ import gzip
 import json
 import shutil
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -151,13 +150,13 @@ def test_tool_spans_without_conversation_id_are_warned_about(tmp_path: Path, cap
     b.add("r1", "read_state", c.KIND_READ, "a", 1, conversation=False, attrs=attrs(STATE_KEY="k", STATE_VERSION_READ="v1"))
     b.add("r2", "read_state", c.KIND_READ, "b", 2, conversation=False, attrs=attrs(STATE_KEY="k", STATE_VERSION_READ="v2"))
     path = b.write(tmp_path / "t.jsonl")
-    assert main(["divergent_reads", str(path), "-q", "--format", "json"]) == 0
+    assert main(["run", "divergent_reads", str(path), "-q", "--format", "json"]) == 0
     captured = capsys.readouterr()
     answer = json.loads(captured.out)
     assert answer["rows"] == [] and answer["evidence"]["runs_without_conversation_id"] == {"spans": 2, "traces": 2}
     assert any("conversation.id" in caveat for caveat in answer["caveats"])
     assert "no gen_ai.conversation.id" in captured.err
-    assert main(["divergent_reads", str(path), "-q"]) == 0
+    assert main(["run", "divergent_reads", str(path), "-q"]) == 0
     assert "note: 2 tool span(s) have no gen_ai.conversation.id" in capsys.readouterr().out
 
 

@@ -7,8 +7,9 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import duckdb
 import pytest
@@ -128,7 +129,7 @@ def test_a_closed_stdout_is_a_normal_exit(tmp_path: Path) -> None:
     for i in range(300):
         b.add(f"r{i}", "w", c.KIND_WRITE, "a", i, outcome=c.OUTCOME_REJECTED_STALE_VERSION, attrs=attrs(STATE_KEY=f"k{i}"))
     path = b.write(tmp_path / "t.jsonl")
-    command = f"{sys.executable} -m telemetry.cli forensics contention {path} -q | head -1; exit ${{PIPESTATUS[0]}}"
+    command = f"{sys.executable} -m telemetry.cli forensics run contention {path} -q | head -1; exit ${{PIPESTATUS[0]}}"
     result = subprocess.run(["bash", "-c", command], capture_output=True, text=True, timeout=120,
                             cwd=Path(__file__).resolve().parents[2])
     assert result.returncode == 0, result.stderr

@@ -211,7 +211,7 @@ def test_report_counts_every_question_and_points_to_the_detail_command(traces: F
     assert {s.question.name: s.columns for s in report.sections} == {
         name: list(traces.relation(name).columns) for name in QUESTION_NAMES}
     text = report.render("table")
-    assert "outcome-telemetry forensics constraint_loss_by_hop" in text
+    assert "outcome-telemetry forensics run constraint_loss_by_hop" in text
     assert "C3" in text
 
 
@@ -227,7 +227,7 @@ def test_text_report_leads_with_critical_fits_100_columns_and_says_what_to_do(tr
     for name in order:
         block = text.split(f"== {name}:")[1].split("\n== ")[0]
         assert "   next: " in block
-        assert f"rows: outcome-telemetry forensics {name} " in block
+        assert f"rows: outcome-telemetry forensics run {name} " in block
     assert "2 finding(s)" in text.split("== silent_failures:")[1].splitlines()[0]
     assert "12 record(s)" in text.split("== guard_refusals:")[1].splitlines()[0]
 

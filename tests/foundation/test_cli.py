@@ -1,23 +1,25 @@
-"""The top-level `outcome-telemetry` command: help, version, paths, quickstart, bad commands."""
+"""The top-level `outcome-telemetry` command: help, version, paths, quickstart, bad commands, and
+a subcommand whose extra is missing (what every subcommand shares is walked in test_cli_walk.py)."""
 
 from __future__ import annotations
 
 import re
-
+import sys
 from pathlib import Path
 
 import pytest
 
 import telemetry
-from telemetry.cli import main
+from telemetry.cli import COMMANDS, command, main
 
 
 def test_help_lists_every_command(capsys: pytest.CaptureFixture[str]) -> None:
-    """Bare `outcome-telemetry` prints help naming each command."""
+    """Bare `outcome-telemetry` prints help naming each command and the extra it needs."""
     assert main([]) == 0
     out = capsys.readouterr().out
-    for command in ("forensics", "demo", "quickstart", "paths"):
-        assert command in out
+    for row in COMMANDS:
+        assert f"  {row.name}  " in out or f"  {row.name} " in out, row.name
+    assert "[the forensics extra]" in out and "exit status" in out
 
 
 def test_version_and_paths(capsys: pytest.CaptureFixture[str]) -> None:
@@ -32,12 +34,27 @@ def test_version_and_paths(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_unknown_command_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
-    """An unknown command exits 2 naming it and the valid ones."""
-    with pytest.raises(SystemExit) as info:
-        main(["frobnicate"])
-    assert info.value.code == 2
+    """An unknown command or top-level flag exits 2 naming it (and the valid commands)."""
+    assert main(["frobnicate"]) == 2
     err = capsys.readouterr().err
     assert "frobnicate" in err and "forensics" in err
+    assert main(["--frobnicate"]) == 2
+    assert "--frobnicate" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("name", [c.name for c in COMMANDS if c.needs])
+def test_a_missing_extra_is_one_line_naming_it(name: str, monkeypatch: pytest.MonkeyPatch,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    """With the module an extra provides missing (None in sys.modules fails its import), the command
+    exits 2 with one line naming the extra, and its --help still exits 0 saying what to install."""
+    row = command(name)
+    assert row.needs is not None
+    monkeypatch.setitem(sys.modules, row.needs, None)
+    assert main([name, "anything"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"[{row.extra}]" in err and err.startswith(f"outcome-telemetry {name}: error:")
+    assert main([name, "--help"]) == 0
+    assert f"[{row.extra}]" in capsys.readouterr().out
 
 
 def test_quickstart_shows_the_three_successes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -64,9 +81,7 @@ def test_quickstart_next_step_runs_and_finds_both_bad_calls(tmp_path: Path, caps
 
 def test_quickstart_help_says_what_it_writes_where(capsys: pytest.CaptureFixture[str]) -> None:
     """quickstart --help names the folder it creates in the current folder and promises no wrong duration."""
-    with pytest.raises(SystemExit) as info:
-        main(["quickstart", "--help"])
-    assert info.value.code == 0
+    assert main(["quickstart", "--help"]) == 0
     text = " ".join(capsys.readouterr().out.split())
     assert "./quickstart-output" in text and "current folder" in text and "10-second" not in text
     assert main([]) == 0

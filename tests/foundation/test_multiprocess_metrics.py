@@ -141,7 +141,7 @@ def test_metrics_serve_sums_the_folder(gunicorn: tuple[str, Path, subprocess.Pop
     _burst(base, 24)
     port = _free_port()
     server = subprocess.Popen(
-        [sys.executable, "-m", "telemetry.cli", "metrics-serve", str(folder), "--port", str(port)],
+        [sys.executable, "-m", "telemetry.cli", "metrics-serve", str(folder), "--metrics-port", str(port)],
         stdout=subprocess.PIPE, cwd=ROOT, start_new_session=True,
     )
     try:

@@ -13,7 +13,8 @@ __all__ = ["add_arguments"]
 
 def add_arguments(parser: argparse.ArgumentParser, *, window: bool = True) -> None:
     """Add ``--clickhouse URL`` and the options that go with it. ``window``: also ``--since``,
-    ``--until`` and ``--last`` (``watch`` has its own sliding ``--window`` instead)."""
+    ``--until`` and ``--last`` (``watch`` has its own ``--last``, for files too, and no fixed ends:
+    its window slides with every pass)."""
     group = parser.add_argument_group(
         "ClickHouse (instead of PATHS)",
         "Read the runs (conversation ids, else trace ids) with tool spans in a time window from the "

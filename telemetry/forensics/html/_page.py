@@ -59,7 +59,7 @@ def _findings(traces: Forensics, rows: Mapping[str, list[dict[str, Any]]], links
             if len(found) > MAX_ROWS:
                 out.append(f"<p>({len(found) - MAX_ROWS} more rows)</p>")
             out.append(f'<p class="next">next: {esc(q.next_step)}<br>rows: '
-                       f'<code>outcome-telemetry forensics {esc(q.name)} {esc(paths)}</code></p></section>')
+                       f'<code>outcome-telemetry forensics run {esc(q.name)} {esc(paths)}</code></p></section>')
     clean = [q.name for q in traces.questions if not rows[q.name]]
     if clean:
         out.append(f"<p>Nothing found: {esc(', '.join(clean))}</p>")

@@ -1,7 +1,7 @@
 """``outcome-telemetry watch``: continuous forensics, served to Prometheus.
 
     outcome-telemetry watch traces/ --metrics-port 9465 --state /var/lib/ot/watch.json
-    outcome-telemetry watch --clickhouse https://reader@ch:8443/otel --window 1h --state watch.json
+    outcome-telemetry watch --clickhouse https://reader@ch:8443/otel --last 1h --state watch.json
 
 Exit status: 0 stopped by SIGINT or SIGTERM, 2 bad input or usage, 3 an unexpected failure.
 """
@@ -14,20 +14,28 @@ import re
 import signal
 import sys
 import threading
-from pathlib import Path
+from collections.abc import Sequence
 from types import FrameType
-from typing import Optional, Sequence
 
 from ... import conventions as c
-from ..._command import EXIT_INPUT, EXIT_INTERNAL, EXIT_OK, command_parser, parse, run
-from ...exceptions import TelemetryError
+from ..._command import (
+    EXIT_INPUT,
+    EXIT_INTERNAL,
+    EXIT_OK,
+    CommandError,
+    command_parser,
+    dispatch,
+    make_folder,
+    output_file,
+    server_stdout,
+)
 from ..cli import byte_count
 from ..clickhouse.options import add_arguments as add_clickhouse_arguments
 from ..loading import MAX_LINE_BYTES
 from .clickhouse import ClickHouseSource, ClickHouseWindow
 from .watcher import PassResult, Watcher, WatchOptions
 
-__all__ = ["DEFAULT_PORT", "EXIT_INPUT", "EXIT_INTERNAL", "EXIT_OK", "build_parser", "duration", "main"]
+__all__ = ["DEFAULT_PORT", "EXIT_INPUT", "EXIT_INTERNAL", "EXIT_OK", "build_parser", "duration", "execute", "main"]
 
 DEFAULT_PORT = 9465
 _UNITS = {"": 1.0, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
@@ -46,7 +54,7 @@ again and counts its findings again. With --state FILE they are saved after ever
 window in FILE.window.duckdb), so a restart goes on where it stopped.
 
 With --clickhouse URL instead of PATHS, nothing is followed: every pass reads the runs with a
-tool span in the last --window (now minus DURATION to now) from the table the Collector's
+tool span in the --last DURATION (now minus DURATION to now) from the table the Collector's
 clickhouseexporter writes, each run whole (with the spans that parent its tool spans), through
 the same reader as `forensics --clickhouse` (--max-spans; the password from $CLICKHOUSE_PASSWORD
 or --password-env, never the command line). Malformed rows are skipped, named on stderr and
@@ -57,6 +65,9 @@ error line naming it, counted in {c.METRIC_WATCH_PASS_FAILURES_TOTAL}, and the p
 is retried at the next interval. --state keeps the counted findings (after a restart the window
 is read from ClickHouse again, and nothing counted before is counted again).
 
+--last is the same window as `forensics --last`, re-read every pass: the spans of the last
+DURATION (from files, counted back from the newest span read; a run leaves the window whole).
+There is no --since/--until: a watcher's window slides with time, it has no fixed ends.
 DURATION is seconds, or a number with s, m, h or d (90s, 15m, 1h). SIGINT or SIGTERM stops
 after the pass in progress, with exit status 0. The alert rule {c.ALERT_FORENSIC_FINDING} and its
 runbook: docs/alerts.md.
@@ -64,7 +75,7 @@ runbook: docs/alerts.md.
 
 
 def duration(text: str) -> float:
-    """``--interval``/``--window``/``--settle``: seconds, or a number with s/m/h/d."""
+    """``--interval``/``--last``/``--settle``: seconds, or a number with s/m/h/d."""
     match = _DURATION.fullmatch(text.strip().lower())
     if not match:
         raise argparse.ArgumentTypeError(f"{text!r} is not a duration (e.g. 15, 90s, 15m, 1h)")
@@ -93,12 +104,13 @@ def build_parser() -> argparse.ArgumentParser:
                         help="address to serve /metrics on (default 127.0.0.1)")
     parser.add_argument("--interval", type=duration, default=15.0, metavar="SECONDS",
                         help="time between passes (default 15s)")
-    parser.add_argument("--window", type=duration, default=3600.0, metavar="DURATION",
-                        help="how much recent span time the questions see (default 1h: a crew run and more)")
+    parser.add_argument("--last", type=duration, default=3600.0, metavar="DURATION",
+                        help="the window each pass judges: the last DURATION of spans (default 1h: a crew "
+                             "run and more); it slides with every pass")
     parser.add_argument("--settle", type=duration, default=10.0, metavar="DURATION",
                         help="how long a finding must hold before it counts (default 10s: longer than "
                              "an exporter's flush delay)")
-    parser.add_argument("--state", type=Path, metavar="FILE",
+    parser.add_argument("--state", type=output_file, metavar="FILE",
                         help="keep offsets and counted findings here across restarts (see below)")
     parser.add_argument("--max-line-bytes", type=byte_count, default=MAX_LINE_BYTES, metavar="N",
                         help="longest line to read (K/M/G suffixes; default 16M); longer lines are skipped")
@@ -114,44 +126,41 @@ def _progress(result: PassResult) -> None:
               f"{len(result.new)} new finding(s) in {result.seconds:.2f} s", file=sys.stderr, flush=True)
 
 
-def main(argv: Sequence[str]) -> int:
-    """Run ``outcome-telemetry watch`` with ``argv`` until SIGINT or SIGTERM."""
-    parser = build_parser()
-    args = parse(parser, argv)
-    if isinstance(args, int):
-        return args
-    if args.interval <= 0 or args.window <= 0:
-        print("error: --interval and --window must be more than 0", file=sys.stderr)
-        return EXIT_INPUT
+def execute(args: argparse.Namespace) -> int:
+    """Watch until SIGINT or SIGTERM (the body of ``outcome-telemetry watch``, on parsed arguments)."""
+    if args.interval <= 0 or args.last <= 0:
+        raise CommandError("--interval and --last must be more than 0")
     if bool(args.paths) == (args.clickhouse is not None):
-        print("error: give trace PATHS or --clickhouse URL (exactly one of them)", file=sys.stderr)
-        return EXIT_INPUT
+        raise CommandError("give trace PATHS or --clickhouse URL (exactly one of them)")
+    if args.state is not None:
+        make_folder("--state", args.state.parent, shown=args.state)
     if args.clickhouse is not None:
         # clickhouse-connect logs each failed request itself; the failed pass's one named line says it
         logging.getLogger("clickhouse_connect").addHandler(logging.NullHandler())
     source = None if args.clickhouse is None else ClickHouseSource(
         args.clickhouse, table=args.table, service=args.service, max_spans=args.max_spans,
         password_env=args.password_env)
-    options = WatchOptions(paths=tuple(args.paths), interval=args.interval, window=args.window,
+    options = WatchOptions(paths=tuple(args.paths), interval=args.interval, window=args.last,
                            settle=args.settle, state=args.state, max_line_bytes=args.max_line_bytes,
                            clickhouse=source)
-    try:
-        watcher = Watcher(options, out=sys.stdout)
-    except TelemetryError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return EXIT_INPUT
+    watcher = Watcher(options, out=server_stdout())  # a closed stdout silences the lines, /metrics goes on
     stop = threading.Event()
 
-    def _stop(signum: int, frame: Optional[FrameType]) -> None:
+    def _stop(signum: int, frame: FrameType | None) -> None:
         stop.set()
 
     previous = {sig: signal.signal(sig, _stop) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
-        return run(lambda: _serve(args, watcher, stop), input_errors=(), prefix="error: ", what="watch")
+        return _serve(args, watcher, stop)
     finally:
         watcher.close()
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+
+
+def main(argv: Sequence[str]) -> int:
+    """Run ``outcome-telemetry watch`` with ``argv`` until SIGINT or SIGTERM."""
+    return dispatch(build_parser(), execute, argv)
 
 
 def _serve(args: argparse.Namespace, watcher: Watcher, stop: threading.Event) -> int:
@@ -163,15 +172,14 @@ def _serve(args: argparse.Namespace, watcher: Watcher, stop: threading.Event) ->
     try:
         server, _thread = start_http_server(args.metrics_port, addr=args.metrics_addr, registry=watcher.registry)
     except OSError as exc:
-        print(f"error: cannot serve /metrics on {args.metrics_addr}:{args.metrics_port} ({exc}); pass "
-              "another --metrics-port", file=sys.stderr)
-        return EXIT_INPUT
+        raise CommandError(f"cannot serve /metrics on {args.metrics_addr}:{args.metrics_port} ({exc}); pass "
+                           "another --metrics-port") from None
     try:
         host, port = server.server_address[:2]
         host = host.decode() if isinstance(host, bytes) else host
         watched = watcher.window.describe() if isinstance(watcher.window, ClickHouseWindow) else " ".join(args.paths)
         print(f"watching {watched}: /metrics at http://{host}:{port}/metrics, a pass every "
-              f"{args.interval:g} s over a {args.window:g} s window", file=sys.stderr, flush=True)
+              f"{args.interval:g} s over the last {args.last:g} s", file=sys.stderr, flush=True)
         watcher.run(stop, None if args.quiet else _progress)
         return EXIT_OK
     finally:
