@@ -85,11 +85,11 @@ class Selection:
         self.exceptions = {**defaults, **(exceptions or {})}
         self.seen: set[str] = set()
 
-    def options(self, name: str, hints: Mapping[str, bool] | None = None) -> ToolOptions:
-        """The options for tool ``name``: its kind and read-back if given, hints inferred."""
+    def options(self, name: str, hints: Mapping[str, bool] | None = None, kind: str | None = None) -> ToolOptions:
+        """The options for tool ``name``: its kind (given, else ``kind``) and read-back, hints inferred."""
         self.seen.add(name)
         stated = dict(hints or {})
-        kind = self.kinds.get(name)
+        kind = self.kinds.get(name, kind)
         if kind is not None:
             # An explicit kind decides; hints that contradict it would be refused by build_spec.
             stated = {}
@@ -103,12 +103,14 @@ class Selection:
             exceptions=self.exceptions,
         )
 
-    def instrument(self, name: str, func: Callable[..., Any], hints: Mapping[str, bool] | None = None) -> Any:
-        """``func`` instrumented as tool ``name``, or ``func`` itself when it already is."""
+    def instrument(
+        self, name: str, func: Callable[..., Any], hints: Mapping[str, bool] | None = None, kind: str | None = None
+    ) -> Any:
+        """``func`` instrumented as tool ``name`` (``kind`` unless ``kinds`` says), or ``func`` when it already is."""
         if is_instrumented(func):
             self.seen.add(name)
             return func
-        return instrument_with(func, self.options(name, hints))
+        return instrument_with(func, self.options(name, hints, kind))
 
     def check_all_named(self, names: Iterable[str]) -> None:
         """Refuse ``kinds``/``readbacks`` entries naming no tool (a typo would go unnoticed)."""
@@ -197,6 +199,21 @@ def _raise(exc: BaseException) -> NoReturn:
 
 
 _refusers: dict[tuple[int, str], tuple[ToolSpec, Callable[[BaseException], Any]]] = {}
+
+
+def passed_through(exc: BaseException, function: Any) -> bool:
+    """True when ``exc`` was raised inside ``function`` (its frame is in the traceback).
+
+    Tells a call the framework refused before the tool ran (no span yet) from an exception the
+    instrumented tool raised itself (its span recorded it already).
+    """
+    code = getattr(function, "__code__", None)
+    tb = exc.__traceback__
+    while tb is not None:
+        if tb.tb_frame.f_code is code:
+            return True
+        tb = tb.tb_next
+    return False
 
 
 def spec_of(func: Any) -> ToolSpec | None:

@@ -64,7 +64,16 @@ from .. import conventions as c
 from ..exceptions import ConfigurationError
 from ..instrument import framework_context
 from ..runtime import containment as _safe
-from ._common import Choices, Selection, hints_from, record_refused, replace_attribute, restore_attributes, spec_of
+from ._common import (
+    Choices,
+    Selection,
+    hints_from,
+    passed_through,
+    record_refused,
+    replace_attribute,
+    restore_attributes,
+    spec_of,
+)
 
 __all__ = ["DEFAULT_EXCEPTIONS", "instrument", "uninstrument"]
 
@@ -129,17 +138,6 @@ def _leaf(ctx: Any, name: str) -> Any:
     return tool if isinstance(getattr(tool, "toolset", None), FunctionToolset) else None
 
 
-def _passed_through(exc: BaseException, function: Any) -> bool:
-    """True when ``exc`` was raised inside ``function`` (its frame is in the traceback)."""
-    code = getattr(function, "__code__", None)
-    tb = exc.__traceback__
-    while tb is not None:
-        if tb.tb_frame.f_code is code:
-            return True
-        tb = tb.tb_next
-    return False
-
-
 @dataclasses.dataclass
 class _Telemetry(AbstractCapability[Any]):
     """Every tool call of the agent's runs: context, tools met at run time, refused calls."""
@@ -192,7 +190,7 @@ class _Telemetry(AbstractCapability[Any]):
                 return await handler(args)
             except tuple(_PAUSES) as exc:
                 spec = spec_of(function)
-                if spec is not None and not _passed_through(exc, function):
+                if spec is not None and not passed_through(exc, function):
                     outcome = next(code for cls, code in _PAUSES.items() if isinstance(exc, cls))
                     record_refused(spec, exc, outcome)
                 raise
