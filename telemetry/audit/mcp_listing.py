@@ -14,10 +14,12 @@ Besides MCP's annotations (``readOnlyHint``, ``destructiveHint``, ``idempotentHi
 
 from __future__ import annotations
 
+import math
+import os
 import shlex
+import signal
+import threading
 from typing import Any, Final
-
-import anyio
 
 from .. import conventions as c
 from .._extras import require
@@ -64,22 +66,57 @@ async def _pages(client: Any) -> list[dict[str, Any]]:
     return tools
 
 
-def _list(server: Any, label: str, timeout: float) -> list[dict[str, Any]]:
+def _list(server: Any, label: str, timeout: float, *, child: bool = False) -> list[dict[str, Any]]:
+    """The listing of ``server`` within ``timeout``; ``child``: the SDK starts it as a process."""
+    if not 0 < timeout < math.inf:  # nan included: a server that never answers would be waited on forever
+        raise AuditTargetError(f"{label}: --timeout must be a finite number of seconds above 0, got {timeout}")
     mcp = _sdk()
+    # anyio comes with the SDK; imported here, not at the top, so the audit's other targets (and
+    # its --help) need neither
+    anyio = require("anyio", extra="mcp", needed_for="auditing MCP targets", error=AuditTargetError)
+    ended_by: list[int] = []
 
-    async def run() -> list[dict[str, Any]]:
+    async def listing() -> list[dict[str, Any]]:
         with anyio.fail_after(timeout):
             async with mcp.Client(server, read_timeout_seconds=timeout) as client:
                 return await _pages(client)
 
+    async def run() -> list[dict[str, Any]]:
+        if not child or threading.current_thread() is not threading.main_thread():
+            return await listing()
+        # The SDK starts the server in a session of its own (so a terminal's Ctrl-C reaches only
+        # us, and we stop it); SIGTERM or SIGHUP would end this process at once and leave it
+        # running. Caught here instead, they cancel the listing, whose exit stops the server.
+        found: list[dict[str, Any]] = []
+        async with anyio.create_task_group() as group:
+            async def stop_on_signal() -> None:
+                with anyio.open_signal_receiver(*_ENDING_SIGNALS) as received:
+                    async for signum in received:
+                        ended_by.append(signum)
+                        group.cancel_scope.cancel()
+                        return
+
+            group.start_soon(stop_on_signal)
+            found = await listing()
+            group.cancel_scope.cancel()
+        return found
+
     try:
-        return anyio.run(run)
+        listed: list[dict[str, Any]] = anyio.run(run)
     except TimeoutError as exc:
         raise AuditTargetError(f"{label}: no tools/list answer within {timeout:g} s; check that it is an MCP server") from exc
     except AuditTargetError:
         raise
     except Exception as exc:  # the SDK raises many kinds (spawn, protocol, HTTP, exception groups)
         raise AuditTargetError(f"{label}: cannot list its tools: {_reason(exc)}") from exc
+    finally:
+        if ended_by:  # the server is stopped: end as the signal would have ended us
+            signal.signal(ended_by[0], signal.SIG_DFL)
+            os.kill(os.getpid(), ended_by[0])
+    return listed
+
+
+_ENDING_SIGNALS = (signal.SIGTERM, signal.SIGHUP) if hasattr(signal, "SIGHUP") else (signal.SIGTERM,)
 
 
 def _reason(exc: BaseException) -> str:
@@ -99,7 +136,7 @@ def list_stdio(command: str, *, timeout: float = DEFAULT_TIMEOUT_SECONDS) -> lis
     if not argv:
         raise AuditTargetError("--mcp-stdio needs a command, e.g. --mcp-stdio 'python server.py'")
     params = mcp.StdioServerParameters(command=argv[0], args=argv[1:])
-    return _list(params, f"--mcp-stdio {command!r}", timeout)
+    return _list(params, f"--mcp-stdio {command!r}", timeout, child=True)
 
 
 def list_url(url: str, *, timeout: float = DEFAULT_TIMEOUT_SECONDS) -> list[dict[str, Any]]:

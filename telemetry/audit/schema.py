@@ -4,7 +4,7 @@ The MCP SDK's ``MCPServer`` turns a function's signature into a pydantic model (
 parameter, the default kept, an unannotated parameter typed as a string) and publishes that
 model's JSON Schema as the tool's ``inputSchema``. This module does the same with pydantic's
 ``create_model``, so the lint reads the schema a client would get, not a guess. Pydantic comes
-with the ``mcp`` extra; without it the audit says what to install.
+with the ``audit`` extra (and with ``mcp``); without it the audit says what to install.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ _SKIPPED = frozenset({"self", "cls"})
 
 
 def _pydantic() -> Any:
-    return require("pydantic", extra="mcp", needed_for="auditing Python tools (their JSON Schema)",
+    return require("pydantic", extra="audit", needed_for="auditing Python tools (their JSON Schema)",
                    error=AuditTargetError)
 
 

@@ -19,10 +19,10 @@ from pathlib import Path
 from typing import Any
 
 from .. import conventions as c
+from .._extras import require
 from ..exceptions import AuditTargetError, ForensicsInputError
-from ..forensics import open_traces
-from ..forensics.questions import DOUBLE_EXECUTIONS
-from .rules import no as answer_no, yes as answer_yes
+from .rules import no as answer_no
+from .rules import yes as answer_yes
 from . import model as m
 
 __all__ = [
@@ -111,6 +111,12 @@ def _allowed(agent: str, tool: str, scopes: Mapping[str, Sequence[str]]) -> bool
 
 def collect(paths: Sequence[str], scopes: Mapping[str, Sequence[str]] | None = None) -> TraceEvidence:
     """Read ``paths`` (files, directories, globs) and summarise each tool's spans."""
+    # forensics (DuckDB, the [forensics] extra) only here: the rest of the audit, and this module's
+    # merging of trace answers, must import without it
+    require("duckdb", extra="forensics", needed_for="--traces", error=AuditTargetError)
+    from ..forensics import open_traces
+    from ..forensics.questions import DOUBLE_EXECUTIONS
+
     params = {"read": c.KIND_READ, "ok": c.OUTCOME_OK, "skipped": c.READBACK_SKIPPED, "error": c.READBACK_ERROR}
     try:
         forensics = open_traces(paths)

@@ -7,10 +7,14 @@ Parquet once for scale; ``cli.main`` is ``outcome-telemetry forensics``. See doc
 
 from __future__ import annotations
 
-from .api import Forensics, open_clickhouse, open_traces
-from .ingest import IngestResult, ingest
-from .questions import QUESTION_NAMES, Question, all_questions, question
-from .report import Report, Section, format_rows
+from .._extras import require
+
+require("duckdb", extra="forensics", needed_for="telemetry.forensics")  # fail early, with the fix in the message
+
+from .api import Forensics, open_clickhouse, open_traces  # noqa: E402
+from .ingest import IngestResult, ingest  # noqa: E402
+from .questions import QUESTION_NAMES, Question, all_questions, question  # noqa: E402
+from .report import Report, Section, format_rows  # noqa: E402
 
 __all__ = [
     "QUESTION_NAMES",

@@ -37,7 +37,7 @@ from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 from .._extras import require
 from ..exceptions import ConfigurationError
 from . import _pg_errors, _pg_pool
-from .store import SERVER_SCHEMES, WRITE_GATE, StoreUnavailable
+from .store import SERVER_SCHEMES, WRITE_GATE
 
 __all__ = ["SCHEMA_LOCK_KEY", "WRITE_LOCK_KEY", "PostgresStore", "map_error", "schema_dsn", "translate_ddl", "translate_sql"]
 
@@ -185,9 +185,10 @@ _LIVE: set[PostgresStore] = set()
 without closing would otherwise leave its connections to the garbage collector (each warns that
 it was deleted while open), and a test's teardown could not close what its test dropped."""
 _LIVE_LOCK = threading.Lock()
+_EXIT_HOOKED = False
+"""Whether ``_close_all`` is registered with atexit: done by the first store, not at import."""
 
 
-@atexit.register
 def _close_all() -> None:
     """Close every pool this process opened, so the server sees each session end cleanly."""
     with _LIVE_LOCK:
@@ -244,8 +245,12 @@ class PostgresStore:
         self._pid = os.getpid()
         self._probe()
         self._pool = self._open_pool()
+        global _EXIT_HOOKED
         with _LIVE_LOCK:
             _LIVE.add(self)
+            if not _EXIT_HOOKED:
+                atexit.register(_close_all)
+                _EXIT_HOOKED = True
 
     @classmethod
     def open_stores(cls) -> list[PostgresStore]:

@@ -20,9 +20,10 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SpanExporter
 from prometheus_client import CollectorRegistry
 
-from . import active as _state
 from .. import conventions as c
+from .._extras import require
 from ..exceptions import ConfigurationError
+from . import active as _state
 from .batching import BatchSettings
 
 logger = logging.getLogger("telemetry")
@@ -31,6 +32,13 @@ OUR_PROVIDERS: weakref.WeakSet[TracerProvider] = weakref.WeakSet()
 """Providers configure() created. Weak references, not ids: an id is reused once its provider
 is collected, and an application's provider at that address would be mistaken for ours."""
 PROTOCOLS = ("http/protobuf", "grpc")
+OTLP_EXPORTERS = {
+    "http/protobuf": ("otlp", "opentelemetry.exporter.otlp.proto.http.trace_exporter",
+                      "opentelemetry-exporter-otlp-proto-http"),
+    "grpc": ("otlp-grpc", "opentelemetry.exporter.otlp.proto.grpc.trace_exporter",
+             "opentelemetry-exporter-otlp-proto-grpc"),
+}
+"""Per protocol: the extra that installs its exporter, the exporter's module, its distribution."""
 SDK_BATCH_DEFAULTS = BatchSettings(max_queue_size=2048, schedule_delay_millis=5000, max_export_batch_size=512, export_timeout_millis=30_000)
 """The SDK's ``BatchSpanProcessor`` defaults, for the OTLP and extra exporters."""
 FILE_BATCH_DEFAULTS = BatchSettings(
@@ -91,6 +99,23 @@ def otlp_choice(endpoint: str | None, protocol: str | None) -> OtlpChoice | None
     if endpoint is not None and protocol == "http/protobuf" and not endpoint.rstrip("/").endswith("/v1/traces"):
         endpoint = endpoint.rstrip("/") + "/v1/traces"
     return OtlpChoice(protocol, endpoint)
+
+
+def available(choice: OtlpChoice, *, explicit: bool) -> OtlpChoice | None:
+    """``choice``, when its exporter is installed. Otherwise a :class:`ConfigurationError` naming
+    the extra when the arguments asked for it; when only the ``OTEL_EXPORTER_OTLP_*`` variables
+    did, a warning naming it, and no OTLP exporter (the variables are lenient, as above)."""
+    extra, module, distribution = OTLP_EXPORTERS[choice.protocol]
+    try:
+        require(module, extra=extra, needed_for=f"OTLP export over {choice.protocol}", error=ConfigurationError,
+                name=distribution)
+    except ConfigurationError as exc:
+        if explicit:
+            raise
+        logger.warning("outcome-telemetry: the OTEL_EXPORTER_OTLP_* variables ask for OTLP export, but %s; "
+                       "spans go to the trace files only", exc)
+        return None
+    return choice
 
 
 def build_otlp_exporter(choice: OtlpChoice) -> SpanExporter:
@@ -197,6 +222,8 @@ def plan(
             otlp = None
     else:
         effective = service_name_of(resource)
+    if otlp is not None:
+        otlp = available(otlp, explicit=otlp_endpoint is not None or otlp_protocol is not None)
     from .multiprocess import resolve
 
     shared_metrics = resolve(multiprocess_dir)

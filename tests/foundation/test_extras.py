@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -40,3 +41,45 @@ def test_postgres_store_without_psycopg_says_which_extra_to_install(monkeypatch:
     with pytest.raises(ConfigurationError, match=r"PostgresStore needs psycopg; install it with: "
                                                  r"pip install -e '/path/to/outcome-telemetry\[postgres\]'"):
         PostgresStore("postgresql://crew@127.0.0.1:9/crew")
+
+
+@pytest.mark.parametrize(("protocol", "module", "extra"), [
+    ("grpc", "opentelemetry.exporter.otlp.proto.grpc.trace_exporter", "otlp-grpc"),
+    (None, "opentelemetry.exporter.otlp.proto.http.trace_exporter", "otlp"),
+])
+def test_otlp_export_without_its_exporter_names_the_extra(protocol: str | None, module: str, extra: str,
+                                                          monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """configure(otlp_endpoint=...) without the exporter installed: a ConfigurationError naming its
+    extra, before anything is set up (the default protocol, http/protobuf, needs only [otlp])."""
+    import telemetry
+    from telemetry.exceptions import ConfigurationError
+
+    monkeypatch.setitem(sys.modules, module, None)
+    with pytest.raises(ConfigurationError, match=rf"install it with: pip install -e '/path/to/outcome-telemetry\[{extra}\]'"):
+        telemetry.configure(otlp_endpoint="http://127.0.0.1:1", otlp_protocol=protocol, traces_dir=tmp_path,
+                            install_global=False)
+    assert telemetry.active_runtime() is None
+
+
+def test_otlp_variables_without_the_exporter_warn_and_keep_the_files(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+                                                                     caplog: pytest.LogCaptureFixture) -> None:
+    """Only the OTEL_EXPORTER_OTLP_* variables ask for OTLP: a warning naming the extra, and the
+    runtime still writes its trace files (the variables are lenient, as the SDK treats them)."""
+    import telemetry
+
+    monkeypatch.setitem(sys.modules, "opentelemetry.exporter.otlp.proto.http.trace_exporter", None)
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:1")
+    with telemetry.configure(traces_dir=tmp_path, install_global=False) as runtime:
+        assert runtime.traces_dir is not None
+    assert "[otlp]" in caplog.text and "trace files only" in caplog.text
+
+
+def test_forensics_without_duckdb_names_its_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`import telemetry.forensics` without DuckDB: the ImportError names [forensics]."""
+    import importlib
+
+    for name in [m for m in sys.modules if m == "telemetry.forensics" or m.startswith("telemetry.forensics.")]:
+        monkeypatch.delitem(sys.modules, name)
+    monkeypatch.setitem(sys.modules, "duckdb", None)
+    with pytest.raises(ImportError, match=r"outcome-telemetry\[forensics\]"):
+        importlib.import_module("telemetry.forensics")
