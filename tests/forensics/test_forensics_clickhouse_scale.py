@@ -3,7 +3,7 @@ exporter's lookup table widens it to whole traces, peer tool spans come with the
 too large to bring is refused or skipped, never cut.
 
 The index test reads ``EXPLAIN indexes = 1`` of the generated select (the main read) and the rows
-chDB says every read of the query took (the runs picked, the tool spans with their parents' ids,
+chDB says every read of the query took (the runs picked, their tool spans' parent ids,
 the rows, the lookup), on a five-day table with small granules (the exporter's 8192-row granules
 would need millions of rows to show one skipped).
 """
@@ -101,7 +101,7 @@ def test_a_window_of_a_fifth_of_the_table_reads_a_fifth_of_it_and_the_padding(
         rows = DAYS * PER_DAY
         read = _rows_read(session, sql, parameters)
         lookup_rows = rows // 10 if lookup else 0  # the lookup table: one row per trace
-        # three reads of the table (runs picked, tool spans with their parents' ids, the rows), each
+        # three reads of the table (runs picked, their tool spans' parent ids, the rows), each
         # at most the window and its padding (plus the granules at its edges)
         assert read <= 3 * (share * rows + 64 * 2 * SPAN_NAMES * parts_read) + lookup_rows, (read, rows)
         whole = _bound(*_select(database, Window(start - DAY, start + (DAYS + 1) * DAY), lookup))

@@ -92,7 +92,7 @@ def test_every_read_of_the_table_is_bounded_by_the_padded_window() -> None:
     window = Window(10**18, 10**18 + 60 * 10**9, None, padding_ns=5 * 10**9)
     select = spans_select("otel", "otel_traces", window, 11)
     reads = select.sql.count("FROM `otel`.`otel_traces`")
-    assert reads == 3  # the runs picked, the tool spans with their parents' ids, the rows
+    assert reads == 3  # the runs picked, their tool spans' parent ids, the rows
     assert select.sql.count("Timestamp >= fromUnixTimestamp64Nano(") == reads
     values = set(v for v in select.parameters.values() if isinstance(v, int))
     assert {10**18, 10**18 + 60 * 10**9, 10**18 - 5 * 10**9, 10**18 + 65 * 10**9} <= values

@@ -293,10 +293,9 @@ SELECT
        []) AS attribute_arrays
 FROM {source}
 WHERE {bounds}
-  AND (TraceId, SpanId) IN (
-      SELECT TraceId, arrayJoin(if(empty(ParentSpanId), [SpanId], [SpanId, ParentSpanId])) FROM {source}
-      WHERE {bounds} AND {tool} AND {chosen})
-  AND (NOT ({tool}) OR {chosen})
+  AND (({tool} AND {chosen})
+       OR (NOT ({tool}) AND (TraceId, SpanId) IN (
+           SELECT TraceId, ParentSpanId FROM {source} WHERE {bounds} AND {tool} AND notEmpty(ParentSpanId) AND {chosen})))
 LIMIT {bind(int(limit), 'UInt64')}"""
     return SpansSelect(sql=sql, parameters=dict(bind.values))
 
