@@ -12,24 +12,25 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from .. import conventions as c
+from ..tool_kinds import (CREATE_PREFIXES, DELEGATE_WORDS, DELETE_WORDS, KEY_NAMES, OVERWRITE_WORDS, POLICY_VERSION,
+                          READ_PREFIXES, SEND_WORDS, VERSION_NAMES, is_key_parameter, is_version_parameter, name_says,
+                          words)
 
-READ_PREFIXES: Final = (
-    "get", "read", "list", "search", "find", "fetch", "query", "describe", "lookup", "show", "count",
-    "plan", "preview", "check", "inspect", "view", "peek", "estimate", "validate",
-)
-SEND_WORDS: Final = ("send", "notify", "email", "sms", "message", "post", "publish_message", "broadcast", "reply")
-DELEGATE_WORDS: Final = ("delegate", "handoff", "hand_off", "assign_task", "dispatch_task", "spawn")
-CREATE_PREFIXES: Final = ("create", "publish", "register", "add", "insert", "charge", "submit", "enqueue", "schedule", "book")
-"""A write whose name starts so is taken as create-only (it makes a new object, a charge, a booking):
-there is no earlier read for it to be stale against."""
+# The name and parameter rules live in telemetry.tool_kinds, below the audit and forensics (which
+# infers the kind of other instrumentations' tool spans with them); re-exported here for the
+# audit's own modules.
+__all__ = [
+    "BULK_PARAMETERS", "BULK_WORDS", "BYPASS_NAMES", "BYPASS_PREFIXES", "CONSTRAINT_NAMES", "CREATE_PREFIXES",
+    "DELEGATE_WORDS", "DELETE_WORDS", "ENUM_NAMES", "ENUM_TEXT", "GENERIC_NAMES", "ID_HINT", "KEY_NAMES",
+    "METADATA_NAMES", "OVERWRITE_WORDS", "POLICY_VERSION", "READ_PREFIXES", "SEND_WORDS", "VERSION_NAMES", "Param",
+    "infer_kind", "is_bulk", "is_bypass", "is_create_only", "is_delete", "key_params", "mentioned", "parameters",
+    "version_params", "words",
+]
+
 BULK_WORDS: Final = ("bulk", "batch", "all", "collection", "many", "mass", "every", "broadcast", "reprice", "each")
-DELETE_WORDS: Final = ("delete", "remove", "drop", "purge", "wipe", "truncate", "destroy", "reset", "erase")
 BULK_PARAMETERS: Final = ("collection", "predicate", "filter", "filters", "query", "where", "segment", "selector", "target_predicate")
 BYPASS_NAMES: Final = ("force", "overwrite", "bypass", "no_verify", "unsafe", "allow_stale", "ignore_version")
 BYPASS_PREFIXES: Final = ("skip_", "ignore_", "bypass_", "force_")
-VERSION_NAMES: Final = ("expected_version", "version", "etag", "if_match", "base_version", "expected_revision", "revision")
-KEY_NAMES: Final = ("idempotency_key", "request_id", "dedup_key", "deduplication_key", "client_token", "operation_id")
-POLICY_VERSION: Final = "policy_version"
 CONSTRAINT_NAMES: Final = ("constraints", "constraint_ids", "carried_constraints")
 METADATA_NAMES: Final = frozenset({"agent_id", "agent", "actor", "caller", "conversation_id", "session_id", "trace_id", "span_id"})
 """Optional parameters that say who asked, not what is written."""
@@ -43,12 +44,6 @@ GENERIC_NAMES: Final = frozenset({
     "fetch", "tool", "action", "invoke", "send", "write", "read", "delete", "create", "find",
 })
 ID_HINT: Final = re.compile(r"e\.g\.|for example|format|pattern|uuid|prefix|returned|from |like |such as|looks like", re.IGNORECASE)
-
-
-def words(name: str) -> list[str]:
-    """``writeState``/``write_state``/``write-state`` as ``["write", "state"]``."""
-    spaced = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", name)
-    return [w for w in re.split(r"[^a-zA-Z0-9]+", spaced.lower()) if w]
 
 
 @dataclass(frozen=True)
@@ -148,28 +143,22 @@ def is_bypass(param: Param) -> bool:
 
 def version_params(params: list[Param]) -> list[Param]:
     """Parameters that carry a version a write was built on."""
-    return [p for p in params if p.name.lower() in VERSION_NAMES or p.name.lower().endswith("_version")]
+    return [p for p in params if is_version_parameter(p.name)]
 
 
 def key_params(params: list[Param]) -> list[Param]:
     """Parameters named like an idempotency key."""
-    return [p for p in params if p.name.lower() in KEY_NAMES or p.name.lower().endswith("idempotency_key")]
+    return [p for p in params if is_key_parameter(p.name)]
 
 
 def infer_kind(name: str, params: list[Param]) -> tuple[str, str]:
     """``(kind, why)`` from the name alone; an unknown tool is taken to write, like the decorator does."""
-    parts = words(name)
-    joined = "_".join(parts)
-    if any(w in parts for w in ("delegate", "handoff")) or any(w in joined for w in DELEGATE_WORDS[2:]):
-        return c.KIND_DELEGATE, f"inferred from the name {name!r}"
-    if any(w in parts for w in SEND_WORDS):
-        return c.KIND_SEND, f"inferred from the name {name!r}"
-    if parts and parts[0] in READ_PREFIXES:
-        return c.KIND_READ, f"inferred from the name {name!r}"
+    said = name_says(name)
+    if said is not None:
+        return said, f"inferred from the name {name!r}"
     return c.KIND_WRITE, f"inferred: {name!r} does not read as a read, so it is taken to write"
 
 
-OVERWRITE_WORDS: Final = ("update", "set", "edit", "modify", "patch", "replace", "put", "write", "change", "save", "upsert")
 
 
 def is_create_only(name: str) -> bool:
