@@ -15,7 +15,8 @@
 -- error naming the file; the loader then locates the line and explains.
 --
 -- Columns (one row per span):
---   run_id                  gen_ai.conversation.id when present, else the trace id
+--   run_id                  gen_ai.conversation.id when present (on another instrumentation's tool
+--                           span, its format's conversation or session id), else the trace id
 --   trace_id, span_id, parent_span_id (NULL for a root; ids lower-case hex)
 --   name, kind ('internal', 'server', ...), status_code ('unset' | 'ok' | 'error'), status_message
 --   start_time_unix_nano, end_time_unix_nano (UBIGINT), start_time, end_time (TIMESTAMP_NS),
@@ -34,6 +35,16 @@
 --   (BOOLEAN: tool.silent_failure, false when absent), plan_id,
 --   plan_objects_matched, plan_changed_count, plan_outside_target_changed_count (BIGINT),
 --   plan_binding_moved
+--   tool_kind_source        'recorded' | 'inferred' | 'inferred_from_name' | 'inferred_from_arguments'
+--                           | 'ambiguous' | 'undecided' (see the view below)
+--   the span-format layer (the view below): span_format ('outcome-telemetry' for our spans, a peer
+--   format's name for another instrumentation's tool call, NULL for a span that is no tool call),
+--   result_status (a peer tool call's recorded result: 'judged' | 'text' | 'absent' | 'too_large' |
+--   'malformed'), arguments_hash (a hash of its arguments, parsed and dumped with sorted keys),
+--   arguments_keyed (BOOLEAN: an idempotency key among them), tool_call_id (gen_ai.tool.call.id, or
+--   the format's, or the parent LLM span's), arguments_shown, result_shown (the recorded texts, cut
+--   to 1,000 characters, only with --show-content; NULL otherwise); on a peer tool call tool_name,
+--   agent_id, transport, readback ('unknown'), outcome and tool_kind are filled from its format
 --
 -- Example: SELECT run_id, name, outcome, attr(attributes, 'error.type') FROM spans
 --          WHERE transport = 'ok' AND outcome <> 'ok';
@@ -351,33 +362,315 @@ CREATE OR REPLACE TEMP MACRO inferred_tool_kind(rd, wr, dl, pv) AS
     CASE WHEN CAST(rd AS INT) + CAST(wr AS INT) + CAST(dl AS INT) + CAST(pv AS INT) <> 1 THEN NULL
          WHEN rd THEN 'read' WHEN wr THEN 'write' WHEN dl THEN 'delegate' ELSE 'send' END;
 
+-- peer_plain(v): a value as its format meant it. MLflow stores every attribute JSON-encoded
+-- ('"TOOL"'), so a value that is one JSON string is decoded; anything else is kept as it is.
+CREATE OR REPLACE TEMP MACRO peer_plain(v) AS
+    CASE WHEN length(v) >= 2 AND starts_with(v, '"') AND ends_with(v, '"') AND json_valid(v)
+         THEN coalesce(json_extract_string(v, '$'), v) ELSE v END;
+
+-- peer_token(v): an error.type as an outcome code: snake_case, at most 64 characters
+-- ('ValueError' -> 'value_error'); NULL when nothing is left.
+CREATE OR REPLACE TEMP MACRO peer_token(v) AS
+    nullif(left(trim(regexp_replace(lower(regexp_replace(v, '([a-z0-9])([A-Z])', '\1_\2', 'g')),
+                                    '[^a-z0-9_]+', '_', 'g'), '_'), 64), '');
+
+-- peer_object(keys, vals, wanted): the attributes named in `wanted` as one JSON object text
+-- (a logfire span records each argument as its own attribute).
+CREATE OR REPLACE TEMP MACRO peer_object(keys, vals, wanted) AS
+    '{' || array_to_string(list_transform(
+        list_filter(range(1, len(keys) + 1), lambda i: list_contains(wanted, keys[i]) AND vals[i] IS NOT NULL),
+        lambda i: CAST(to_json(keys[i]) AS VARCHAR) || ':' || CAST(to_json(vals[i]) AS VARCHAR)), ',') || '}';
+
+-- --tool-spans: the selectors the user gave (telemetry/forensics/peers.py inserts them with bound
+-- values; empty without the option). A span no format marks is a tool call of format 'selected'
+-- when its name matches name_glob (GLOB) and it has attribute_key (its value matching the glob
+-- attribute_value when set);
+-- the first matching selector (by position) says where its tool name, arguments and result are.
+CREATE TEMP TABLE IF NOT EXISTS tool_span_selection (
+    position INTEGER, name_glob VARCHAR, attribute_key VARCHAR, attribute_value VARCHAR, tool_name_key VARCHAR,
+    arguments_keys VARCHAR[], result_key VARCHAR, call_id_key VARCHAR, run_key VARCHAR, agent_key VARCHAR);
+
 -- @after spans_base
 -- (The loader runs what follows once `spans_base` exists: the loaded spans, one row per
--- (trace_id, span_id) after deduplication.) The `spans` view adds `attributes` (computed only
--- when a query selects it), fills `tool_kind` where the attributes decide it, and says where the
--- kind came from in `tool_kind_source`: 'recorded', 'inferred', 'ambiguous' (attributes of more
--- than one kind) or 'undecided' (nothing decides it). start_time and end_time are made from the
--- nanosecond columns (the same values) rather than read from the spans a second time.
+-- (trace_id, span_id) after deduplication.)
+--
+-- The span-format layer: tool calls other instrumentations wrote (telemetry/span_formats.py says
+-- where each format keeps a call's facts; a test checks the keys below against it). Only spans
+-- our decorator did not write (no tool.transport) are looked at, and only those that carry a
+-- format's marker key, or code.function, or that a --tool-spans selector matches, are kept, in
+-- the table `peer_spans`: one row per such span with its format, whether it is a tool call (or
+-- why it was not understood), and the call's facts. The Python functions peer_result,
+-- peer_arguments and peer_name_kind (telemetry/forensics/peers.py) run here, once per peer tool
+-- span with a recorded result or arguments (peer_name_kind once per tool name), never per
+-- question, and never for our own spans. Recorded texts stay in the span attributes: only their
+-- verdict, status and hash are kept, and the text itself only with --show-content (cut to
+-- 1,000 characters).
+CREATE OR REPLACE TEMP TABLE peer_spans AS
+WITH candidates AS (
+    SELECT trace_id, span_id, parent_span_id, name, status_code, error_type, start_time_unix_nano,
+           end_time_unix_nano, attribute_keys, attribute_values,
+           peer_plain(attribute_values[list_position(attribute_keys, 'gen_ai.operation.name')]) AS m_genai,
+           peer_plain(attribute_values[list_position(attribute_keys, 'openinference.span.kind')]) AS m_openinference,
+           peer_plain(attribute_values[list_position(attribute_keys, 'traceloop.span.kind')]) AS m_traceloop,
+           peer_plain(attribute_values[list_position(attribute_keys, 'langfuse.observation.type')]) AS m_langfuse,
+           peer_plain(attribute_values[list_position(attribute_keys, 'mlflow.spanType')]) AS m_mlflow,
+           attribute_values[list_position(attribute_keys, 'code.function')] AS code_function
+    FROM spans_base
+    WHERE transport IS NULL
+      AND list_has_any(attribute_keys, ['gen_ai.operation.name', 'openinference.span.kind', 'traceloop.span.kind',
+                                        'langfuse.observation.type', 'mlflow.spanType', 'code.function'])
+    UNION ALL
+    -- Spans only a selector can make tool calls (no marker key, no code.function): only when one is given.
+    SELECT trace_id, span_id, parent_span_id, name, status_code, error_type, start_time_unix_nano,
+           end_time_unix_nano, attribute_keys, attribute_values, NULL, NULL, NULL, NULL, NULL, NULL
+    FROM spans_base
+    WHERE transport IS NULL AND EXISTS (SELECT 1 FROM tool_span_selection)
+      AND NOT list_has_any(attribute_keys, ['gen_ai.operation.name', 'openinference.span.kind', 'traceloop.span.kind',
+                                            'langfuse.observation.type', 'mlflow.spanType', 'code.function'])
+),
+marked AS (
+    SELECT *,
+           CASE WHEN m_genai = 'execute_tool' THEN 'genai'
+                WHEN m_openinference = 'TOOL' THEN 'openinference'
+                WHEN m_traceloop = 'tool' THEN 'traceloop'
+                WHEN m_langfuse = 'tool' THEN 'langfuse'
+                WHEN m_mlflow = 'TOOL' THEN 'mlflow' END AS tool_format,
+           -- the first format whose marker key the span has (its marker names another kind of span)
+           CASE WHEN list_contains(attribute_keys, 'gen_ai.operation.name') THEN 'genai'
+                WHEN list_contains(attribute_keys, 'openinference.span.kind') THEN 'openinference'
+                WHEN list_contains(attribute_keys, 'traceloop.span.kind') THEN 'traceloop'
+                WHEN list_contains(attribute_keys, 'langfuse.observation.type') THEN 'langfuse'
+                WHEN list_contains(attribute_keys, 'mlflow.spanType') THEN 'mlflow' END AS marker_format,
+           (list_contains(attribute_keys, 'gen_ai.operation.name') AND m_genai IS NULL)
+               OR (list_contains(attribute_keys, 'openinference.span.kind') AND m_openinference IS NULL)
+               OR (list_contains(attribute_keys, 'traceloop.span.kind') AND m_traceloop IS NULL)
+               OR (list_contains(attribute_keys, 'langfuse.observation.type') AND m_langfuse IS NULL)
+               OR (list_contains(attribute_keys, 'mlflow.spanType') AND m_mlflow IS NULL) AS marker_not_text
+    FROM candidates
+),
+selected AS (
+    SELECT m.trace_id, m.span_id, s.tool_name_key, s.arguments_keys, s.result_key, s.call_id_key, s.run_key,
+           s.agent_key
+    FROM marked m
+    JOIN tool_span_selection s
+      ON (s.name_glob IS NULL OR m.name GLOB s.name_glob)
+     AND (s.attribute_key IS NULL OR (list_contains(m.attribute_keys, s.attribute_key)
+          AND (s.attribute_value IS NULL
+               OR m.attribute_values[list_position(m.attribute_keys, s.attribute_key)] GLOB s.attribute_value)))
+    WHERE m.tool_format IS NULL
+    QUALIFY row_number() OVER (PARTITION BY m.trace_id, m.span_id ORDER BY s.position) = 1
+),
+facts AS (
+    SELECT m.*, coalesce(m.tool_format, CASE WHEN s.span_id IS NOT NULL THEN 'selected' END) AS call_format,
+           s.tool_name_key, s.arguments_keys, s.result_key, s.call_id_key, s.run_key, s.agent_key
+    FROM marked m LEFT JOIN selected s ON s.trace_id = m.trace_id AND s.span_id = m.span_id
+),
+-- Each call's facts, once (materialized: three consumers below), without the attribute lists.
+calls AS MATERIALIZED (
+    SELECT * EXCLUDE (named, attribute_keys, attribute_values, tool_name_key, arguments_keys, result_key, call_id_key,
+                      run_key, agent_key, m_genai, m_openinference, m_traceloop, m_langfuse, m_mlflow),
+           coalesce(nullif(named, ''), nullif(CASE WHEN starts_with(name, 'execute_tool ') THEN substr(name, 14)
+                                                   ELSE name END, '')) AS tool_name,
+           CASE WHEN nullif(named, '') IS NOT NULL THEN 'attribute' ELSE 'span name' END AS tool_name_source,
+           peer_plain(attribute_values[list_position(attribute_keys, run_key_found)]) AS run_value
+    FROM (
+    SELECT *,
+           peer_plain(CASE call_format
+               WHEN 'genai' THEN attribute_values[list_position(attribute_keys, 'gen_ai.tool.name')]
+               WHEN 'openinference' THEN attribute_values[list_position(attribute_keys, 'tool.name')]
+               WHEN 'traceloop' THEN attribute_values[list_position(attribute_keys, 'traceloop.entity.name')]
+               WHEN 'selected' THEN coalesce(attribute_values[list_position(attribute_keys, tool_name_key)],
+                                             code_function) END) AS named,
+           CASE call_format
+               WHEN 'genai' THEN coalesce(attribute_values[list_position(attribute_keys, 'gen_ai.tool.call.arguments')],
+                                          attribute_values[list_position(attribute_keys, 'tool_arguments')])
+               WHEN 'openinference' THEN attribute_values[list_position(attribute_keys, 'input.value')]
+               WHEN 'traceloop' THEN attribute_values[list_position(attribute_keys, 'traceloop.entity.input')]
+               WHEN 'langfuse' THEN attribute_values[list_position(attribute_keys, 'langfuse.observation.input')]
+               WHEN 'mlflow' THEN attribute_values[list_position(attribute_keys, 'mlflow.spanInputs')]
+               WHEN 'selected' THEN CASE
+                   WHEN len(arguments_keys) = 1 THEN attribute_values[list_position(attribute_keys, arguments_keys[1])]
+                   WHEN len(arguments_keys) > 1 THEN peer_object(attribute_keys, attribute_values, arguments_keys)
+                   WHEN json_valid(attribute_values[list_position(attribute_keys, 'logfire.json_schema')])
+                       THEN peer_object(attribute_keys, attribute_values, list_filter(
+                           json_keys(attribute_values[list_position(attribute_keys, 'logfire.json_schema')], '$.properties'),
+                           lambda k: k <> 'return')) END END AS arguments_text,
+           CASE call_format
+               WHEN 'genai' THEN coalesce(attribute_values[list_position(attribute_keys, 'gen_ai.tool.call.result')],
+                                          attribute_values[list_position(attribute_keys, 'tool_response')])
+               WHEN 'openinference' THEN attribute_values[list_position(attribute_keys, 'output.value')]
+               WHEN 'traceloop' THEN attribute_values[list_position(attribute_keys, 'traceloop.entity.output')]
+               WHEN 'langfuse' THEN attribute_values[list_position(attribute_keys, 'langfuse.observation.output')]
+               WHEN 'mlflow' THEN attribute_values[list_position(attribute_keys, 'mlflow.spanOutputs')]
+               WHEN 'selected' THEN attribute_values[list_position(attribute_keys, coalesce(result_key, 'return'))]
+               END AS result_text,
+           peer_plain(CASE call_format
+               WHEN 'genai' THEN attribute_values[list_position(attribute_keys, 'gen_ai.tool.call.id')]
+               WHEN 'openinference' THEN attribute_values[list_position(attribute_keys, 'tool_call.id')]
+               WHEN 'selected' THEN attribute_values[list_position(attribute_keys, call_id_key)] END) AS recorded_call_id,
+           CASE call_format
+               WHEN 'genai' THEN CASE WHEN attribute_values[list_position(attribute_keys, 'gen_ai.conversation.id')] IS NOT NULL
+                                      THEN 'gen_ai.conversation.id' END
+               WHEN 'openinference' THEN CASE WHEN attribute_values[list_position(attribute_keys, 'session.id')] IS NOT NULL
+                                              THEN 'session.id' END
+               WHEN 'langfuse' THEN CASE WHEN attribute_values[list_position(attribute_keys, 'langfuse.session.id')] IS NOT NULL
+                                         THEN 'langfuse.session.id' END
+               WHEN 'mlflow' THEN CASE WHEN attribute_values[list_position(attribute_keys, 'mlflow.traceRequestId')] IS NOT NULL
+                                       THEN 'mlflow.traceRequestId' END
+               WHEN 'selected' THEN CASE WHEN attribute_values[list_position(attribute_keys, run_key)] IS NOT NULL
+                                         THEN run_key END END AS run_key_found,
+           peer_plain(CASE call_format
+               WHEN 'genai' THEN coalesce(attribute_values[list_position(attribute_keys, 'gen_ai.agent.id')],
+                                          attribute_values[list_position(attribute_keys, 'gen_ai.agent.name')])
+               WHEN 'selected' THEN attribute_values[list_position(attribute_keys, agent_key)] END) AS recorded_agent,
+           lower(attribute_values[list_position(attribute_keys, 'gen_ai.tool.status')]) AS tool_status
+    FROM facts
+    )
+),
+-- OpenInference writes a tool span without the model's call id: the LLM span that asked for the
+-- call has it (llm.output_messages.{i}.message.tool_calls.{j}.tool_call.id, with the function
+-- name beside it). A tool span is matched to its parent when that is an LLM span, else to the
+-- latest LLM span of its trace that ended before it started and asked for a tool of its name
+-- (LangGraph puts the model and the tools in sibling nodes, so the LLM span is a cousin); the
+-- k-th tool span of a name matched to an LLM span takes the k-th call of that name in it.
+oi_llm_calls AS (
+    SELECT trace_id, span_id AS llm_span_id, parent_span_id AS llm_parent_id, end_time_unix_nano AS llm_end,
+           CAST(m['i'] AS INTEGER) AS i, CAST(m['j'] AS INTEGER) AS j,
+           max(v) FILTER (WHERE m['what'] = 'tool_call.id') AS call_id,
+           max(v) FILTER (WHERE m['what'] = 'tool_call.function.name') AS function_name
+    FROM (
+        SELECT trace_id, span_id, parent_span_id, end_time_unix_nano, v,
+               regexp_extract(k, '^llm\.output_messages\.([0-9]+)\.message\.tool_calls\.([0-9]+)\.(tool_call\.id|tool_call\.function\.name)$',
+                              ['i', 'j', 'what']) AS m
+        FROM (SELECT trace_id, span_id, parent_span_id, end_time_unix_nano,
+                     unnest(attribute_keys) AS k, unnest(attribute_values) AS v
+              FROM marked WHERE m_openinference = 'LLM')
+    )
+    WHERE m['i'] <> ''
+    GROUP BY ALL
+),
+oi_tools AS (
+    SELECT trace_id, span_id, parent_span_id, start_time_unix_nano, tool_name
+    FROM calls WHERE call_format = 'openinference' AND recorded_call_id IS NULL AND tool_name IS NOT NULL
+),
+oi_assigned AS (
+    SELECT t.trace_id, t.span_id, t.tool_name, t.start_time_unix_nano, l.llm_span_id
+    FROM oi_tools t
+    JOIN (SELECT DISTINCT trace_id, llm_span_id, llm_parent_id, llm_end, function_name FROM oi_llm_calls) l
+      ON l.trace_id = t.trace_id AND l.function_name = t.tool_name
+     AND (l.llm_span_id = t.parent_span_id OR l.llm_end <= t.start_time_unix_nano)
+    QUALIFY row_number() OVER (PARTITION BY t.trace_id, t.span_id
+                               ORDER BY l.llm_span_id = t.parent_span_id DESC, l.llm_end DESC, l.llm_span_id) = 1
+),
+oi_call_ids AS (
+    SELECT a.trace_id, a.span_id, c.call_id
+    FROM (SELECT *, row_number() OVER (PARTITION BY trace_id, llm_span_id, tool_name
+                                       ORDER BY start_time_unix_nano, span_id) AS k FROM oi_assigned) a
+    JOIN (SELECT *, row_number() OVER (PARTITION BY trace_id, llm_span_id, function_name ORDER BY i, j) AS k
+          FROM oi_llm_calls WHERE call_id IS NOT NULL) c
+      ON c.trace_id = a.trace_id AND c.llm_span_id = a.llm_span_id AND c.function_name = a.tool_name AND c.k = a.k
+),
+name_kinds AS (
+    SELECT tool_name, peer_name_kind(tool_name) AS name_kind
+    FROM (SELECT DISTINCT tool_name FROM calls WHERE call_format IS NOT NULL AND tool_name IS NOT NULL)
+),
+-- The verdicts come back as one text each ('status:outcome', 'status:hash:keyed:kind'): a struct
+-- per row costs DuckDB more than the verdict itself.
+judged AS MATERIALIZED (
+    SELECT n.*, o.call_id AS parent_call_id, k.name_kind,
+           peer_result(n.result_text) AS verdict, peer_arguments(n.arguments_text) AS args
+    FROM calls n
+    LEFT JOIN oi_call_ids o ON o.trace_id = n.trace_id AND o.span_id = n.span_id
+    LEFT JOIN name_kinds k ON k.tool_name = n.tool_name AND n.call_format IS NOT NULL
+)
+SELECT
+    trace_id, span_id,
+    coalesce(call_format, marker_format) AS span_format,
+    call_format IS NOT NULL AND tool_name IS NOT NULL AS is_tool_call,
+    CASE WHEN call_format IS NOT NULL AND tool_name IS NULL THEN 'no tool name (no name attribute and an empty span name)'
+         WHEN call_format IS NULL AND marker_not_text THEN 'its format''s marker attribute is not a text value'
+         END AS not_understood,
+    call_format IS NULL AND marker_format IS NULL AND code_function IS NOT NULL AS function_span,
+    CASE WHEN call_format IS NOT NULL THEN tool_name END AS tool_name,
+    CASE WHEN call_format IS NOT NULL THEN tool_name_source END AS tool_name_source,
+    coalesce(recorded_call_id, parent_call_id) AS call_id,
+    CASE WHEN recorded_call_id IS NOT NULL THEN 'attribute' WHEN parent_call_id IS NOT NULL THEN 'parent LLM span' END
+        AS call_id_source,
+    run_value AS run_id,
+    CASE WHEN call_format IS NULL THEN NULL WHEN run_value IS NOT NULL THEN run_key_found ELSE 'trace id' END AS run_source,
+    recorded_agent AS agent_id,
+    CASE WHEN status_code = 'error' OR error_type IS NOT NULL OR tool_status = 'error' THEN 'error' ELSE 'ok' END
+        AS transport,
+    CASE WHEN status_code = 'error' OR error_type IS NOT NULL OR tool_status = 'error'
+         THEN coalesce(peer_token(error_type), 'error') ELSE nullif(split_part(verdict, ':', 2), '') END AS outcome,
+    CASE WHEN call_format IS NULL THEN NULL WHEN result_text IS NULL OR result_text = '' THEN 'absent'
+         ELSE split_part(verdict, ':', 1) END AS result_status,
+    nullif(split_part(args, ':', 1), '') AS arguments_status,
+    nullif(split_part(args, ':', 2), '') AS arguments_hash,
+    coalesce(split_part(args, ':', 3) = '1', false) AS arguments_keyed,
+    coalesce(name_kind, nullif(split_part(args, ':', 4), '')) AS tool_kind,
+    CASE WHEN name_kind IS NOT NULL THEN 'inferred_from_name'
+         WHEN nullif(split_part(args, ':', 4), '') IS NOT NULL THEN 'inferred_from_arguments' END AS tool_kind_source,
+    CASE WHEN coalesce(getvariable('show_content'), false) THEN left(arguments_text, 1000) END AS arguments_shown,
+    CASE WHEN coalesce(getvariable('show_content'), false) THEN left(result_text, 1000) END AS result_shown
+FROM judged;
+
+-- The `spans` view: every span once, with `attributes` (computed only when a query selects it).
+-- Our own spans keep what they recorded; a peer tool span (a row of peer_spans that is a tool
+-- call) fills only what its span left empty: tool_name, run_id (the format's conversation or
+-- session id, else the trace id), agent_id, transport (error when the status is ERROR, error.type
+-- is set or gen_ai.tool.status is error), readback ('unknown': nothing read the state back),
+-- outcome (from the recorded result; a transport error gives error.type's token or 'error') and
+-- the kind. `tool_kind` is filled where the attributes decide it, else for a peer tool call from
+-- its name and then its arguments; `tool_kind_source` says where it came from: 'recorded',
+-- 'inferred' (the span's attributes), 'inferred_from_name', 'inferred_from_arguments',
+-- 'ambiguous' (attributes of more than one kind) or 'undecided' (nothing decides it).
+-- `span_format` is 'outcome-telemetry' for our spans (they carry tool.transport), the peer
+-- format of a peer tool call, else NULL (not a tool call). start_time and end_time are made from
+-- the nanosecond columns (the same values) rather than read from the spans a second time.
 CREATE OR REPLACE TEMP VIEW spans AS
-    SELECT * EXCLUDE (inferred, rd, wr, dl, pv)
-             REPLACE (coalesce(tool_kind, inferred) AS tool_kind,
+    SELECT * EXCLUDE (inferred, rd, wr, dl, pv, p_trace_id, p_span_id, p_format, p_tool_name, p_call_id, p_run_id,
+                      p_agent_id, p_transport, p_outcome, p_result_status, p_arguments_hash, p_arguments_keyed,
+                      p_kind, p_kind_source, p_arguments_shown, p_result_shown)
+             REPLACE (coalesce(p_run_id, run_id) AS run_id,
+                      coalesce(tool_name, p_tool_name) AS tool_name,
+                      coalesce(agent_id, p_agent_id) AS agent_id,
+                      coalesce(transport, p_transport) AS transport,
+                      coalesce(readback, CASE WHEN p_format IS NOT NULL THEN 'unknown' END) AS readback,
+                      coalesce(outcome, p_outcome) AS outcome,
+                      coalesce(tool_kind, inferred, p_kind) AS tool_kind,
                       make_timestamp_ns(CAST(start_time_unix_nano AS BIGINT)) AS start_time,
                       make_timestamp_ns(CAST(end_time_unix_nano AS BIGINT)) AS end_time),
+           CASE WHEN transport IS NOT NULL THEN 'outcome-telemetry' ELSE p_format END AS span_format,
            CASE WHEN tool_kind IS NOT NULL THEN 'recorded' WHEN inferred IS NOT NULL THEN 'inferred'
                 WHEN CAST(rd AS INT) + CAST(wr AS INT) + CAST(dl AS INT) + CAST(pv AS INT) > 1 THEN 'ambiguous'
+                WHEN p_kind IS NOT NULL THEN p_kind_source
                 ELSE 'undecided' END AS tool_kind_source,
+           p_result_status AS result_status,
+           p_arguments_hash AS arguments_hash,
+           coalesce(p_arguments_keyed, false) AS arguments_keyed,
+           coalesce(p_call_id, attribute_values[list_position(attribute_keys, 'gen_ai.tool.call.id')]) AS tool_call_id,
+           p_arguments_shown AS arguments_shown,
+           p_result_shown AS result_shown,
            otlp_attributes(attribute_keys, attribute_values, attribute_arrays) AS attributes
     FROM (
         SELECT *, inferred_tool_kind(rd, wr, dl, pv) AS inferred
         FROM (
-            SELECT *,
-                   state_version_read IS NOT NULL AND state_version_expected IS NULL
-                       AND state_version_written IS NULL AS rd,
-                   state_version_expected IS NOT NULL OR state_version_written IS NOT NULL AS wr,
-                   delegation_task_id IS NOT NULL OR delegation_origin_task_id IS NOT NULL
-                       OR delegation_root_task_id IS NOT NULL OR delegation_hop IS NOT NULL AS dl,
-                   policy_version IS NOT NULL AS pv
-            FROM spans_base
+            SELECT b.*,
+                   b.state_version_read IS NOT NULL AND b.state_version_expected IS NULL
+                       AND b.state_version_written IS NULL AS rd,
+                   b.state_version_expected IS NOT NULL OR b.state_version_written IS NOT NULL AS wr,
+                   b.delegation_task_id IS NOT NULL OR b.delegation_origin_task_id IS NOT NULL
+                       OR b.delegation_root_task_id IS NOT NULL OR b.delegation_hop IS NOT NULL AS dl,
+                   b.policy_version IS NOT NULL AS pv,
+                   p.trace_id AS p_trace_id, p.span_id AS p_span_id, p.span_format AS p_format,
+                   p.tool_name AS p_tool_name, p.call_id AS p_call_id, p.run_id AS p_run_id, p.agent_id AS p_agent_id,
+                   p.transport AS p_transport, p.outcome AS p_outcome, p.result_status AS p_result_status,
+                   p.arguments_hash AS p_arguments_hash, p.arguments_keyed AS p_arguments_keyed,
+                   p.tool_kind AS p_kind, p.tool_kind_source AS p_kind_source,
+                   p.arguments_shown AS p_arguments_shown, p.result_shown AS p_result_shown
+            FROM spans_base b
+            LEFT JOIN peer_spans p ON p.trace_id = b.trace_id AND p.span_id = b.span_id AND p.is_tool_call
         )
     );
 

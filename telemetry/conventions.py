@@ -584,3 +584,40 @@ MLFLOW_TRACE_REQUEST_ID: Final = "mlflow.traceRequestId"
 TOOL_OTHER: Final = "other"
 """The ``tool`` label of a span ``observe_tool_spans`` counts under no name of its own: a name
 outside its ``tools=`` list or beyond its ``max_tools``, or not 1 to 128 printable characters."""
+OPENINFERENCE_KIND_LLM: Final = "LLM"
+"""The OpenInference span kind of a model call, whose output messages name the tool calls it made."""
+CODE_FUNCTION: Final = "code.function"
+"""The function a span was made for (logfire's ``@logfire.instrument``, the OpenTelemetry code
+attributes): such a span carries no tool marker, so only ``--tool-spans`` makes it a tool call."""
+LOGFIRE_JSON_SCHEMA: Final = "logfire.json_schema"
+"""logfire's JSON Schema of the attributes it recorded: the function's arguments (and ``return``)."""
+LOGFIRE_RETURN: Final = "return"
+"""The attribute logfire records a function's return value in (``record_return=True``)."""
+
+# The span-format layer's columns of the forensics ``spans`` view (``queries/spans.sql``) and
+# their values: which format a tool call came from, how its recorded result was read, and where
+# its kind came from.
+COLUMN_SPAN_FORMAT: Final = "span_format"
+COLUMN_RESULT_STATUS: Final = "result_status"
+COLUMN_ARGUMENTS_HASH: Final = "arguments_hash"
+"""A hash of a peer tool call's arguments (parsed and dumped again with sorted keys): two calls
+with the same arguments have the same hash; the arguments themselves never reach a report."""
+COLUMN_ARGUMENTS_KEYED: Final = "arguments_keyed"
+"""True when a peer tool call's arguments carry an idempotency key (``request_id``, ...)."""
+COLUMN_TOOL_CALL_ID: Final = "tool_call_id"
+COLUMN_TOOL_KIND_SOURCE: Final = "tool_kind_source"
+RESULT_MALFORMED: Final = "malformed"
+"""A recorded result that looks like JSON but does not parse (cut by an attribute length limit,
+or hostile): counted and skipped, never judged. The other values of ``result_status`` are
+``telemetry.envelopes``' ``RECORDED_*`` (judged, text, absent, too_large)."""
+KIND_SOURCE_RECORDED: Final = "recorded"
+KIND_SOURCE_INFERRED: Final = "inferred"
+"""From the span's own attributes (``state.version.*``, ``delegation.*``, ``policy.version``)."""
+KIND_SOURCE_FROM_NAME: Final = "inferred_from_name"
+KIND_SOURCE_FROM_ARGUMENTS: Final = "inferred_from_arguments"
+KIND_SOURCE_AMBIGUOUS: Final = "ambiguous"
+KIND_SOURCE_UNDECIDED: Final = "undecided"
+KIND_SOURCES: Final = (KIND_SOURCE_RECORDED, KIND_SOURCE_INFERRED, KIND_SOURCE_FROM_NAME,
+                       KIND_SOURCE_FROM_ARGUMENTS, KIND_SOURCE_AMBIGUOUS, KIND_SOURCE_UNDECIDED)
+OI_TOOL_CALL_FUNCTION_NAME: Final = "tool_call.function.name"
+"""Beside ``tool_call.id`` in an OpenInference LLM span's output messages: the tool it asks for."""

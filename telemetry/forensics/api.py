@@ -14,7 +14,7 @@ import tempfile
 import time
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Callable, Iterable, Mapping, Optional
+from typing import Any, Callable, Iterable, Mapping, Optional, Sequence, Union
 
 import duckdb
 
@@ -24,24 +24,32 @@ from .clickhouse import source as ch_source
 from .clickhouse.window import iso, window
 from .evidence import Evidence, columns_and_rows, gather
 from .inputs import PathLike, resolve_inputs
-from .loading import MAX_LINE_BYTES, SPANS, LoadReport, Progress, limit_memory, load
-from .questions import Question, all_questions, question
+from .loading import MAX_LINE_BYTES, SPANS, LoadReport, Progress, install_macros, limit_memory, load
+from .peers import PeerOptions, ResultShape, ToolSpanSelector, install as install_peers, options_from
+from .questions import CONTENT_COLUMNS, Question, all_questions, question
 from .report import Report, Section
 
 EXAMPLES_PER_SECTION = 3
+ToolSpans = Union[None, str, ToolSpanSelector, Iterable[Union[str, ToolSpanSelector]]]
+"""``tool_spans=``: a span-name glob, a selector file's path, a :class:`ToolSpanSelector`, or several."""
+ResultShapes = Union[None, str, ResultShape, Sequence[Union[str, ResultShape]]]
+"""``result_shapes=``: ``"module:function"`` or the function itself (``result -> outcome | None``), or several."""
 
 
 class Forensics:
     """Trace files loaded into a private DuckDB connection as the ``spans`` relation."""
 
     def __init__(self, con: duckdb.DuckDBPyConnection, load_report: LoadReport, paths: list[str],
-                 workdir: Optional[Path] = None):
+                 workdir: Optional[Path] = None, peer_options: Optional[PeerOptions] = None):
         self.connection = con
         """The DuckDB connection; ``spans`` and the ``attr``/``attr_list`` macros are defined in it."""
         self.load_report = load_report
         self.paths = paths
         self._workdir = workdir
-        self.evidence: Evidence = gather(con, load_report)
+        self.show_content = bool(peer_options and peer_options.show_content)
+        """Whether recorded arguments and results may appear in rows (``--show-content``)."""
+        failures = peer_options.shape_failures if peer_options is not None else 0
+        self.evidence: Evidence = gather(con, load_report, shape_failures=failures)
         """What the answers rest on (duplicates, ignored spans, gaps, skew): see :mod:`.evidence`."""
         self._columns: dict[str, list[str]] = {}  # each question's column names, from its last run
 
@@ -75,6 +83,9 @@ class Forensics:
     def run(self, name: str) -> list[dict[str, Any]]:
         """Question ``name``'s rows as dictionaries, in the question's order (worst first)."""
         columns, out = columns_and_rows(self.connection, question(name).sql)
+        if not self.show_content and CONTENT_COLUMNS.intersection(columns):  # recorded content stays out
+            columns = [column for column in columns if column not in CONTENT_COLUMNS]
+            out = [{column: row[column] for column in columns} for row in out]
         self._columns[name] = columns
         return out
 
@@ -82,7 +93,10 @@ class Forensics:
         """Question ``name``'s column names: those of its last :meth:`run` (a report runs every
         question), else from binding its SQL without running it."""
         known = self._columns.get(name)
-        return list(known) if known is not None else list(self.relation(name).columns)
+        if known is None:
+            known = [column for column in self.relation(name).columns
+                     if self.show_content or column not in CONTENT_COLUMNS]
+        return list(known)
 
     def answers(self, progress: Optional[Progress] = None) -> dict[str, list[dict[str, Any]]]:
         """Every question's rows by name, each question run once: for callers that need the rows
@@ -112,8 +126,21 @@ class Forensics:
         return Report(sections=sections, load=self.load_report, paths=self.paths, evidence=self.evidence)
 
 
+def _peer_words(tool_spans: ToolSpans, result_shapes: ResultShapes) -> list[str]:
+    """The command-line words that give the same ``tool_spans`` and ``result_shapes`` (those given as
+    text), so each question's "rows:" command reads the traces the same way."""
+    words: list[str] = []
+    for item in [tool_spans] if isinstance(tool_spans, (str, ToolSpanSelector)) else list(tool_spans or ()):
+        if isinstance(item, str):
+            words += ["--tool-spans", item]
+    for shape in [result_shapes] if isinstance(result_shapes, str) or callable(result_shapes) else list(result_shapes or ()):
+        if isinstance(shape, str):
+            words += ["--result-shape", shape]
+    return words
+
+
 def _open(loader: Callable[[duckdb.DuckDBPyConnection], LoadReport], given: list[str],
-          threads: Optional[int]) -> Forensics:
+          threads: Optional[int], peer_options: Optional[PeerOptions] = None) -> Forensics:
     """An in-memory DuckDB database held to :data:`~.loading.MEMORY_LIMIT`, spilling to a private
     temporary folder, with ``spans`` made by ``loader``; the folder is removed again if loading
     fails (else on :meth:`Forensics.close`).
@@ -128,8 +155,11 @@ def _open(loader: Callable[[duckdb.DuckDBPyConnection], LoadReport], given: list
         limit_memory(con, workdir / "spill")
         if threads:
             con.execute(f"SET threads = {int(threads)}").fetchall()  # an int, validated by int()
+        if peer_options is not None:  # before the loader, whose install_macros keeps them
+            install_macros(con)
+            install_peers(con, peer_options)
         report = loader(con)
-        return Forensics(con, report, given, workdir)
+        return Forensics(con, report, given, workdir, peer_options)
     except BaseException:
         con.close()
         shutil.rmtree(workdir, ignore_errors=True)
@@ -143,8 +173,18 @@ def open_traces(
     progress: Optional[Progress] = None,
     threads: Optional[int] = None,
     max_line_bytes: int = MAX_LINE_BYTES,
+    tool_spans: ToolSpans = None,
+    result_shapes: ResultShapes = None,
+    show_content: bool = False,
 ) -> Forensics:
     """Load OTLP JSON-lines files, directories, globs or ``ingest`` Parquet directories.
+
+    Tool calls other instrumentations wrote (OpenTelemetry GenAI, OpenInference, OpenLLMetry,
+    Langfuse, MLflow) are read into the same ``spans`` columns (docs/peer-traces.md).
+    ``tool_spans`` makes spans no format marks tool calls (``--tool-spans``: a span-name glob or a
+    selector file), ``result_shapes`` judges recorded results before the built-in rules
+    (``--result-shape``), and ``show_content`` lets recorded arguments and results into rows
+    (``--show-content``; without it only tool names, outcome codes and hashes do).
 
     Raises :class:`~telemetry.exceptions.ForensicsInputError` for missing paths, empty
     directories and input that is not OTLP (naming the file and line). A truncated last line is
@@ -158,8 +198,10 @@ def open_traces(
     inputs = resolve_inputs(given)
     if not isinstance(max_line_bytes, int) or isinstance(max_line_bytes, bool) or max_line_bytes < 1:
         raise ForensicsInputError(f"max_line_bytes must be a positive number of bytes, not {max_line_bytes!r}")
+    options = options_from(tool_spans, result_shapes, show_content)
     return _open(lambda con: load(con, inputs, skip_bad_lines=skip_bad_lines, progress=progress,
-                                  max_line_bytes=max_line_bytes), given, threads)
+                                  max_line_bytes=max_line_bytes), given + _peer_words(tool_spans, result_shapes),
+                 threads, options)
 
 
 def open_clickhouse(
@@ -175,6 +217,9 @@ def open_clickhouse(
     progress: Optional[Progress] = None,
     threads: Optional[int] = None,
     skip_bad_rows: bool = False,
+    tool_spans: ToolSpans = None,
+    result_shapes: ResultShapes = None,
+    show_content: bool = False,
 ) -> Forensics:
     """Read the runs with tool spans in a time window from a ClickHouse ``otel_traces`` table.
 
@@ -186,8 +231,11 @@ def open_clickhouse(
     :class:`~telemetry.exceptions.ClickHouseInputError` subclass for every failure,
     :class:`~telemetry.exceptions.TooManySpans` past ``max_spans``, and
     :class:`~telemetry.exceptions.ClickHouseBadRows` for rows with bad ids or times unless
-    ``skip_bad_rows`` (then they are skipped and counted in the evidence).
+    ``skip_bad_rows`` (then they are skipped and counted in the evidence). ``tool_spans``,
+    ``result_shapes`` and ``show_content`` are :func:`open_traces`' (a selector's own attribute
+    keys are not fetched from ClickHouse: it matches on the span name and the keys forensics reads).
     """
+    options = options_from(tool_spans, result_shapes, show_content)  # refused before connecting
     chosen = window(since, until, last, service)
     read = ch_source.plan_read(table, ch_client.parse_url(url).database, chosen, max_spans, skip_bad_rows)
     connection = ch_client.connect(url, password_env=password_env or ch_client.PASSWORD_ENV)
@@ -197,9 +245,10 @@ def open_clickhouse(
         given += ["--service", service]
     if skip_bad_rows:
         given += ["--skip-bad-lines"]
+    given += _peer_words(tool_spans, result_shapes)
     try:
         return _open(lambda con: ch_source.load_clickhouse(con, connection, read, progress),
-                     given, threads)
+                     given, threads, options)
     finally:
         connection.close()
 

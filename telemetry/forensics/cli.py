@@ -33,6 +33,8 @@ from .clickhouse.options import add_arguments as add_clickhouse_arguments
 from .html import validate_trace_url, write_html
 from .ingest import ingest
 from .loading import MAX_LINE_BYTES, Progress, stderr_progress
+from .peers import add_arguments as add_peer_arguments
+from .peers import arguments_of as peer_arguments
 from .questions import CRITICAL, QUESTION_NAMES, WARNING, Question, all_questions, question
 from .report import Format, format_answer
 
@@ -88,6 +90,7 @@ def _answers(parser: argparse.ArgumentParser) -> None:
                         help="exit 1 on a critical finding, on a warning or worse, or never (the default); "
                              "for CI")
     add_clickhouse_arguments(parser)
+    add_peer_arguments(parser)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -200,12 +203,12 @@ def _open(args: argparse.Namespace, progress: Progress | None) -> Forensics:
         if not args.paths:
             raise ForensicsInputError("no traces named; pass trace files or directories, or --clickhouse URL")
         return open_traces(args.paths, skip_bad_lines=args.skip_bad_lines, progress=progress,
-                           max_line_bytes=args.max_line_bytes)
+                           max_line_bytes=args.max_line_bytes, **peer_arguments(args))
     if args.paths:
         raise ForensicsInputError("give trace PATHS or --clickhouse, not both")
     return open_clickhouse(args.clickhouse, table=args.table, since=args.since, until=args.until, last=args.last,
                            service=args.service, max_spans=args.max_spans, password_env=args.password_env,
-                           progress=progress, skip_bad_rows=args.skip_bad_lines)
+                           progress=progress, skip_bad_rows=args.skip_bad_lines, **peer_arguments(args))
 
 
 def main(argv: Sequence[str]) -> int:

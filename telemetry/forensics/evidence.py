@@ -14,17 +14,35 @@ gathers, once per connection:
 - clock skew per service (``service.name``): children that start before their parent or end after
   it by more than :data:`SKEW_TOLERANCE_NS`, with the estimated offset. The ``clock_skew`` table it
   fills is what ``order_uncertain`` in the order-dependent questions reads. A source that reads
-  only tool spans and their parents (ClickHouse) says so: skew between two other spans is unseen.
+  only tool spans and their parents (ClickHouse) says so: skew between two other spans is unseen;
+- per source format (ours and every other instrumentation's, :mod:`.format_evidence`): spans
+  read, tool calls recognised, calls without a recorded result, what was inferred and from what;
+- per question, how many tool spans carry what it needs (:data:`.questions.NEEDS`): a question
+  none could give it to is *not judged*, with the reason, instead of "nothing found".
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any, Optional, Sequence
 
 import duckdb
 
+from .format_evidence import FormatEvidence, gather_formats
 from .loading import LoadReport
+from .questions import NEEDS, QUESTION_NAMES
+
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def printable(text: str) -> str:
+    """``text`` safe for a terminal: control characters (ANSI escapes, carriage returns) and
+    bidirectional overrides shown as ``\\xNN``/``\\uNNNN`` instead of acting. Values from traces
+    are hostile; the text report and every warning pass through this."""
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}" if ord(m.group()) < 0x100 else f"\\u{ord(m.group()):04x}",
+                        text)
+
 
 SKEW_TOLERANCE_NS = 1_000_000
 """A child may start before its parent or end after it by this much (1 ms) before it is skew."""
@@ -84,10 +102,35 @@ class Evidence:
     gaps: list[dict[str, Any]] = field(default_factory=list)
     gap_count: int = 0
     clock_skew: list[dict[str, Any]] = field(default_factory=list)
+    formats: FormatEvidence = field(default_factory=FormatEvidence)
+    judged: dict[str, int] = field(default_factory=dict)
+    """Per question, the tool spans that carry what it needs (:data:`.questions.NEEDS`)."""
+
+    def not_judged(self, question: str) -> Optional[str]:
+        """Why ``question`` could judge nothing in these traces, or None when some span could be judged."""
+        if question not in self.judged or self.judged[question]:
+            return None
+        needs = NEEDS[question]
+        if not self.tool_spans:
+            return f"no tool spans were read, so nothing carries {needs.what}"
+        named = ", ".join(f"{f.tool_calls:,} {f.name}" for f in self.formats.formats.values() if f.tool_calls)
+        return f"none of the {self.tool_spans:,} tool call(s) ({named}) carries {needs.what}"
 
     def caveats(self, question: str) -> list[str]:
         """What about the evidence could change ``question``'s answer, one sentence each."""
         out: list[str] = []
+        reason = self.not_judged(question)
+        if reason is not None:
+            out.append(f"not judged: {reason}")
+        if question in ("masked_failures", "repeated_executions"):
+            missing = [(f.name, f.without_result if question != "repeated_executions" else f.without_arguments)
+                       for f in self.formats.formats.values() if f.name != "outcome-telemetry"]
+            missing = [(name, n) for name, n in missing if n]
+            if missing:
+                what = "recorded arguments" if question == "repeated_executions" else "a recorded result"
+                out.append(f"{sum(n for _, n in missing):,} tool call(s) without {what} could not be judged "
+                           f"({', '.join(f'{name} {n:,}' for name, n in missing)}; the evidence names the "
+                           "setting that records them)")
         if self.load.duplicates.conflicting:
             out.append(f"{self.load.duplicates.conflicting:,} span(s) had differing copies; one of each was kept")
         if self.load.skipped_lines or self.load.truncated:
@@ -117,12 +160,13 @@ class Evidence:
 
     def warnings(self) -> list[str]:
         """Loading's warnings plus the evidence a reader must know about before trusting a count."""
-        out = self.load.warnings()
+        out = self.load.warnings() + self.formats.warnings()
         if self.tool_spans and self.without_conversation_spans / self.tool_spans > MISSING_CONVERSATION_WARN:
             share = self.without_conversation_spans / self.tool_spans
             out.append(f"{share:.0%} of tool spans ({self.without_conversation_spans:,}) have no "
-                       "gen_ai.conversation.id: each of their traces is treated as its own run, so questions "
-                       "that compare spans within a run cannot connect them across traces")
+                       "gen_ai.conversation.id (nor their format's session id): each of their traces is treated "
+                       "as its own run, so questions that compare spans within a run cannot connect them across "
+                       "traces")
         if self.ignored:
             out.append(f"{sum(self.ignored.values()):,} span(s) lack a tool.kind their attributes can decide; "
                        "kind-dependent questions do not examine them")
@@ -133,7 +177,7 @@ class Evidence:
             out.append(f"clock skew: {skew['service_name']} is about {skew['offset_ms']:+.3f} ms off against "
                        f"{skew['relative_to']} ({skew['violations']:,} of {skew['pairs']:,} parent/child pairs "
                        "out of order)")
-        return out
+        return [printable(w) for w in out]
 
     def _skew_basis(self) -> str:
         if self.load.parent_spans is None:
@@ -163,6 +207,9 @@ class Evidence:
                                       for r in self.load.skipped_rows]},
             "clock_skew": {"tolerance_ms": SKEW_TOLERANCE_NS / 1e6, "services": self.clock_skew,
                            "judged_on": self._skew_basis(), "parent_spans": self.load.parent_spans},
+            "span_formats": self.formats.as_dict(),
+            "questions_judged": {name: {"tool_spans": self.judged.get(name, 0), "not_judged": self.not_judged(name)}
+                                 for name in QUESTION_NAMES},
             "warnings": self.warnings(),
         }
 
@@ -180,6 +227,7 @@ class Evidence:
             out.append("  tool.kind inferred: " + ", ".join(f"{k} {n:,}" for k, n in sorted(self.kind_inferred.items())))
         if self.ignored:
             out.append("  spans ignored: " + ", ".join(f"{r} {n:,}" for r, n in sorted(self.ignored.items())))
+        out += self.formats.render()
         out.append(f"  tool spans without a conversation id: {self.without_conversation_spans:,} "
                    f"(in {self.without_conversation_traces:,} trace(s))")
         out.append(f"  delegation chains {self.chains:,}: without root {self.chains_without_root_count:,}, "
@@ -210,24 +258,38 @@ def columns_and_rows(con: duckdb.DuckDBPyConnection, sql: str,
     return columns, [dict(zip(columns, row)) for row in result.fetchall()]
 
 
-def gather(con: duckdb.DuckDBPyConnection, load: LoadReport) -> Evidence:
-    """Compute the evidence over the loaded ``spans`` in ``con`` (and fill ``clock_skew``)."""
+_JUDGED_SQL = "SELECT " + ", ".join(
+    f"count(*) FILTER (WHERE {NEEDS[name].predicate()})" for name in QUESTION_NAMES) + \
+    " FROM spans WHERE tool_name IS NOT NULL"
+"""How many tool spans each question could judge, in one scan (predicates from :data:`NEEDS`)."""
+
+
+def gather(con: duckdb.DuckDBPyConnection, load: LoadReport, *, shape_failures: int = 0) -> Evidence:
+    """Compute the evidence over the loaded ``spans`` in ``con`` (and fill ``clock_skew``);
+    ``shape_failures`` counts the ``--result-shape`` calls that raised while loading."""
     con.execute("DELETE FROM clock_skew").fetchall()
     con.execute(_SKEW_SQL).fetchall()
     evidence = Evidence(load=load)
+    # A tool span's run is its trace when it names none: no gen_ai.conversation.id, nor (on
+    # another instrumentation's span) its format's session id.
     counts = con.execute("""
         SELECT count(*),
                count(*) FILTER (WHERE tool_name IS NOT NULL),
-               count(*) FILTER (WHERE tool_name IS NOT NULL AND conversation_id IS NULL),
-               count(DISTINCT trace_id) FILTER (WHERE tool_name IS NOT NULL AND conversation_id IS NULL)
+               count(*) FILTER (WHERE tool_name IS NOT NULL AND run_id = trace_id),
+               count(DISTINCT trace_id) FILTER (WHERE tool_name IS NOT NULL AND run_id = trace_id)
         FROM spans
     """).fetchall()[0]
     evidence.spans_kept, evidence.tool_spans = int(counts[0]), int(counts[1])
     evidence.without_conversation_spans, evidence.without_conversation_traces = int(counts[2]), int(counts[3])
+    evidence.formats = gather_formats(con, shape_failures)
+    judged = con.execute(_JUDGED_SQL).fetchall()[0]
+    evidence.judged = {name: int(n) for name, n in zip(QUESTION_NAMES, judged)}
+    # Other instrumentations' tool calls have their kinds in the per-format evidence.
     for source, kind, n in con.execute("""
         SELECT tool_kind_source, tool_kind, count(*) FROM spans
         WHERE tool_kind_source <> 'recorded' AND (tool_name IS NOT NULL OR state_key IS NOT NULL
               OR objective_task_id IS NOT NULL OR idempotency_key_hash IS NOT NULL)
+          AND coalesce(span_format, 'outcome-telemetry') = 'outcome-telemetry'
         GROUP BY ALL
     """).fetchall():
         if source == "inferred":

@@ -25,6 +25,7 @@ import duckdb
 
 from ..exceptions import ForensicsInputError
 from ..runtime.resources import data_file
+from . import peers
 from .dedup import Duplicates, deduplicate
 from .inputs import TraceInputs
 from .validation import (EXPECTED, Diagnosis, copy_prefix, describe, diagnose, out_of_memory, refusal_hint,
@@ -140,6 +141,7 @@ def install_macros(con: duckdb.DuckDBPyConnection) -> None:
     # faster on a large input.
     con.execute("SET preserve_insertion_order = false").fetchall()
     con.execute(_spans_sql()[0]).fetchall()
+    peers.install(con)  # the span-format layer's functions, unless this load's options installed them
 
 
 class _ProgressTicker:

@@ -16,13 +16,16 @@ from ..runtime.resources import data_file
 __all__ = [
     "CRITICAL",
     "DOUBLE_EXECUTIONS",
+    "CONTENT_COLUMNS",
     "INFORMATIONAL",
+    "NEEDS",
     "NEXT_STEP",
     "QUESTION_NAMES",
     "RECORD",
     "SEVERITIES",
     "SEVERITY",
     "WARNING",
+    "Needs",
     "Question",
     "all_questions",
     "question",
@@ -35,6 +38,8 @@ QUESTION_NAMES: tuple[str, ...] = (
     "unpersisted_writes",
     "stale_sends",
     "idempotency_conflicts",
+    "repeated_executions",
+    "masked_failures",
     "divergent_reads",
     "readback_mismatches",
     "stale_holders",
@@ -58,6 +63,8 @@ SEVERITY: dict[str, str] = {
     "stale_sends": CRITICAL,
     "idempotency_conflicts": CRITICAL,
     "unpersisted_writes": CRITICAL,
+    "repeated_executions": CRITICAL,
+    "masked_failures": WARNING,
     "readback_mismatches": WARNING,
     "divergent_reads": WARNING,
     "plan_violations": WARNING,
@@ -81,6 +88,8 @@ NEXT_STEP: dict[str, str] = {
     "stale_sends": "Tell the recipients the correction; make the sender re-read the current policy.",
     "idempotency_conflicts": "Refund or undo the repeated executions; give retries the same request id.",
     "unpersisted_writes": "Re-send the write and move its read-back to the source of truth, not a cache.",
+    "repeated_executions": "Check what each repeated call did and undo the extras; give the tool an idempotency key.",
+    "masked_failures": "Open the example traces: the agent was told, your tracer shows green; mark such spans as errors.",
     "readback_mismatches": "Check the store the read-back reads; the caller was told, so look for retries.",
     "divergent_reads": "Check the rows with lost_update true first; the refused ones were prevented.",
     "plan_violations": "Fix the plan's transform or index before anyone re-commits it.",
@@ -93,6 +102,60 @@ NEXT_STEP: dict[str, str] = {
 
 INFORMATIONAL: frozenset[str] = frozenset(name for name, level in SEVERITY.items() if level == RECORD)
 """Questions whose rows are a record, not a problem (see :data:`SEVERITY`)."""
+
+
+@dataclass(frozen=True)
+class Needs:
+    """What a tool span must carry for a question to judge it: every ``spans`` column of
+    ``all_of`` set and, when given, one of ``any_of``. Set means not NULL and, for ``readback``,
+    not ``unknown`` (what other instrumentations' spans get: nothing read the state back)."""
+
+    all_of: tuple[str, ...]
+    any_of: tuple[str, ...] = ()
+    what: str = ""
+    """What those columns are, for the reader ("state keys with versions (state.key, state.version.*)")."""
+
+    def predicate(self) -> str:
+        """The SQL condition over ``spans`` (column names from this table only, never user input)."""
+        def is_set(column: str) -> str:
+            if column == "readback":
+                return "(readback IS NOT NULL AND readback <> 'unknown')"
+            return f"{column} IS NOT NULL"
+        parts = [is_set(column) for column in self.all_of]
+        if self.any_of:
+            parts.append("(" + " OR ".join(is_set(column) for column in self.any_of) + ")")
+        return " AND ".join(parts)
+
+
+_VERSIONS = Needs(("state_key",), ("state_version_read", "state_version_expected", "state_version_written"),
+                  "state keys with versions (state.key, state.version.*)")
+_READBACK = Needs(("readback",), what="a read-back (tool.readback other than unknown)")
+_HOPS = Needs(("delegation_task_id",), what="delegation hops (delegation.*)")
+NEEDS: dict[str, Needs] = {
+    "silent_failures": Needs(("readback", "outcome"), what="an outcome decided after the result, by a read-back "
+                             "or the tool (tool.readback, tool.outcome)"),
+    "lost_updates": _VERSIONS,
+    "constraint_loss_by_hop": _HOPS,
+    "unpersisted_writes": _VERSIONS,
+    "stale_sends": Needs(("policy_version",), what="the policy version a send used (policy.version)"),
+    "idempotency_conflicts": Needs(("idempotency_key_hash",), what="idempotency keys (idempotency.key_hash)"),
+    "repeated_executions": Needs(("arguments_hash",), what="recorded arguments (content capture on)"),
+    "masked_failures": Needs(("outcome",), what="an outcome: a recorded result, or the decorator's tool.outcome"),
+    "divergent_reads": _VERSIONS,
+    "readback_mismatches": _READBACK,
+    "stale_holders": Needs(("objective_task_id", "objective_version"),
+                           what="the objective versions agents held (objective.*)"),
+    "plan_violations": Needs(("plan_id",), what="plans (plan.id)"),
+    "contention": Needs(("state_key", "outcome"), what="state keys with outcomes (state.key, tool.outcome)"),
+    "waivers_by_hop": _HOPS,
+    "guard_refusals": Needs(("outcome",), what="an outcome (tool.outcome, or a recorded result)"),
+}
+"""What each question needs of a tool span (the evidence counts the tool spans having it): a
+question no span could give what it needs is reported as not judged, never as "nothing found"."""
+
+CONTENT_COLUMNS: frozenset[str] = frozenset({"example_result", "arguments"})
+"""Question columns that carry recorded content (a result, arguments): NULL in the SQL unless
+``--show-content``, and left out of every row and report without it."""
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ import textwrap
 from dataclasses import dataclass, field
 from typing import Any, Literal, Optional, Sequence
 
-from .evidence import Evidence
+from .evidence import Evidence, printable
 from .loading import LoadReport
 from .questions import SEVERITIES, Question
 
@@ -50,7 +50,8 @@ def _text(value: Any) -> str:
         return ""
     if isinstance(plain, (list, dict)):
         return json.dumps(plain, ensure_ascii=False)
-    return " ".join(str(plain).split())  # newlines and tabs in a value never break the layout
+    # Newlines and tabs in a value never break the layout; control characters (ANSI escapes) never act.
+    return printable(" ".join(str(plain).split()))
 
 
 def _cut(text: str, width: int) -> str:
@@ -96,7 +97,7 @@ def format_rows(rows: Sequence[dict[str, Any]], columns: Sequence[str], fmt: For
         writer.writerow(columns)
         for r in rows:
             writer.writerow(
-                json.dumps(v) if isinstance(v, (list, dict)) else ("" if v is None else v)
+                json.dumps(v) if isinstance(v, (list, dict)) else ("" if v is None else printable(str(v)))
                 for v in (_plain(r.get(c)) for c in columns)
             )
         return out.getvalue().rstrip("\n")
@@ -116,7 +117,7 @@ def format_answer(rows: Sequence[dict[str, Any]], columns: Sequence[str], fmt: F
                            "caveats": caveats, "evidence": _plain(evidence.as_dict())}, indent=2)
     text = format_rows(rows, columns, fmt)
     if fmt == "table":
-        text += "".join(f"\nnote: {c}" for c in caveats)
+        text += "".join(f"\nnote: {printable(c)}" for c in caveats)
     return text
 
 
@@ -183,6 +184,8 @@ class Report:
                     "rows": s.count,
                     "caveats": evidence.caveats(s.question.name) if evidence else [],
                     "next_step": s.question.next_step,
+                    "judged_tool_spans": evidence.judged.get(s.question.name) if evidence else None,
+                    "not_judged": evidence.not_judged(s.question.name) if evidence else None,
                     "command": ["outcome-telemetry", "forensics", "run", s.question.name, *self.paths],
                     "examples": _plain_rows(s.examples, s.columns),
                 }
@@ -199,7 +202,7 @@ class Report:
                      "is_finding": s.question.is_finding, "description": s.question.description}
                     for s in self.sections]
             return format_rows(rows, ["question", "severity", "rows", "is_finding", "description"], "csv")
-        return "\n".join(self._text_lines())
+        return "\n".join(printable(line) for line in self._text_lines())
 
     def _text_lines(self) -> list[str]:
         def wrap(text: str, indent: str = "") -> list[str]:
@@ -234,7 +237,17 @@ class Report:
                 out += wrap(f"next: {s.question.next_step}", _INDENT)
                 out += command_lines(["outcome-telemetry", "forensics", "run", s.question.name, *self.paths],
                                      WIDTH, _INDENT + "rows: ")
-        clean = [s.question.name for s in self.sections if not s.count]
+        unjudged = [(s.question.name, self.evidence.not_judged(s.question.name)) for s in self.sections
+                     if not s.count and self.evidence and self.evidence.not_judged(s.question.name)]
+        if unjudged:
+            out += ["", "Not judged (nothing in these traces carries what they need):"]
+            by_reason: dict[str, list[str]] = {}
+            for name, reason in unjudged:
+                by_reason.setdefault(str(reason), []).append(name)
+            for reason, names in by_reason.items():
+                out += wrap(f"{', '.join(names)}: {reason}", _INDENT)
+        skipped = {name for name, _ in unjudged}
+        clean = [s.question.name for s in self.sections if not s.count and s.question.name not in skipped]
         if clean:
             out += [""] + wrap("Nothing found: " + ", ".join(clean))
             if self.evidence:

@@ -10,8 +10,9 @@ from __future__ import annotations
 import json
 import os
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import pytest
 
@@ -101,7 +102,10 @@ def test_every_question_answers_on_clickhouse_exactly_as_on_json_lines(both: tup
     for name in QUESTION_NAMES:
         expected = files.run(name)
         assert ch.run(name) == expected, name
-    assert all(files.run(n) for n in QUESTION_NAMES if n != "waivers_by_hop")  # the fixture plants each
+    # the fixture plants each of our own crew's incidents (the peer questions have their own story:
+    # test_forensics_peer_story.py, ClickHouse included)
+    assert all(files.run(n) for n in QUESTION_NAMES if n not in ("waivers_by_hop", "masked_failures",
+                                                                  "repeated_executions"))
     assert _comparable(ch.evidence.as_dict()) == _comparable(files.evidence.as_dict())
 
 

@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
-import json
-
 import datetime as dt
+import json
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 
 from telemetry import conventions as c
 from telemetry.forensics import QUESTION_NAMES, Forensics, ingest, open_traces
+from telemetry.forensics.questions import CONTENT_COLUMNS
 
 from forensics_builder import T0_S
 from forensics_incidents import planted, span_id, trace_id
@@ -204,12 +205,14 @@ def test_report_counts_every_question_and_points_to_the_detail_command(traces: F
     assert counts == {"silent_failures": 2, "divergent_reads": 3, "lost_updates": 4,
                       "constraint_loss_by_hop": 3, "waivers_by_hop": 1, "readback_mismatches": 1,
                       "unpersisted_writes": 1, "stale_sends": 2, "stale_holders": 2, "idempotency_conflicts": 4,
-                      "plan_violations": 4, "contention": 3, "guard_refusals": 12}
+                      "plan_violations": 4, "contention": 3, "guard_refusals": 12,
+                      "masked_failures": 0, "repeated_executions": 0}
     assert report.findings == sum(counts.values()) - counts["waivers_by_hop"] - counts["guard_refusals"]
     assert report.records == counts["waivers_by_hop"] + counts["guard_refusals"]
     # each section's columns come from the question's run; they are the columns its SQL binds to
+    # (recorded content aside: it is left out without show_content)
     assert {s.question.name: s.columns for s in report.sections} == {
-        name: list(traces.relation(name).columns) for name in QUESTION_NAMES}
+        name: [col for col in traces.relation(name).columns if col not in CONTENT_COLUMNS] for name in QUESTION_NAMES}
     text = report.render("table")
     assert "outcome-telemetry forensics run constraint_loss_by_hop" in text
     assert "C3" in text

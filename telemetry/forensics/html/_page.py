@@ -60,9 +60,42 @@ def _findings(traces: Forensics, rows: Mapping[str, list[dict[str, Any]]], links
                 out.append(f"<p>({len(found) - MAX_ROWS} more rows)</p>")
             out.append(f'<p class="next">next: {esc(q.next_step)}<br>rows: '
                        f'<code>outcome-telemetry forensics run {esc(q.name)} {esc(paths)}</code></p></section>')
-    clean = [q.name for q in traces.questions if not rows[q.name]]
+    evidence = getattr(traces, "evidence", None)
+    unjudged = {q.name: evidence.not_judged(q.name) for q in traces.questions
+                if not rows[q.name] and evidence is not None and evidence.not_judged(q.name)}
+    if unjudged:
+        out.append('<h3 id="not-judged">Not judged</h3><p>Nothing in these traces carries what these questions '
+                   'need, so their silence says nothing:</p><ul class="notjudged">'
+                   + "".join(f"<li><code>{esc(name)}</code>: {esc(reason)}</li>" for name, reason in unjudged.items())
+                   + "</ul>")
+    clean = [q.name for q in traces.questions if not rows[q.name] and q.name not in unjudged]
     if clean:
         out.append(f"<p>Nothing found: {esc(', '.join(clean))}</p>")
+    return out
+
+
+def _formats(traces: Forensics) -> list[str]:
+    """The evidence per source format: one row each (counts, settings and limits, never content)."""
+    evidence = getattr(traces, "evidence", None)
+    formats = evidence.formats if evidence is not None else None
+    if formats is None or not formats.formats and not formats.unselected_function_spans:
+        return []
+    head = ("format", "spans", "tool calls", "without a result", "results skipped", "inferred", "not understood",
+            "content setting", "cannot tell")
+    body = []
+    for f in formats.formats.values():
+        inferred = ", ".join(f"{what} {n}" for what, n in sorted(f.inferred.items()))
+        skipped = f.results_too_large + f.results_malformed
+        understood = ", ".join(f"{reason}: {n}" for reason, n in sorted(f.not_understood.items()))
+        cells = (f.name, f.spans, f.tool_calls, f.without_result, skipped, inferred, understood,
+                 f.content_setting if f.name != "outcome-telemetry" else "", f.cannot_tell)
+        body.append("<tr>" + "".join(f"<td>{esc(v)}</td>" for v in cells) + "</tr>")
+    out = ['<h3 id="formats">Span formats</h3>',
+           '<div class="scroll"><table><thead><tr>' + "".join(f"<th>{esc(h)}</th>" for h in head)
+           + f"</tr></thead><tbody>{''.join(body)}</tbody></table></div>"]
+    if formats.unselected_function_spans:
+        out.append(f'<p class="warn">{esc(formats.unselected_function_spans)} function span(s) (code.function) that no '
+                   'format marks were not judged: select them with <code>--tool-spans</code>.</p>')
     return out
 
 
@@ -134,6 +167,7 @@ def render_html(traces: Forensics, *, trace_url: str | None = None,
         '<h2 id="evidence">Evidence</h2>',
         evidence(getattr(traces, "evidence", traces.load_report)),
     ]
+    body += _formats(traces)
     body += _findings(traces, rows, links)
     body += _chains(traces, rows["constraint_loss_by_hop"])
     body += _keys(traces, rows)

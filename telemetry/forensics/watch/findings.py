@@ -49,6 +49,11 @@ WATCHED: dict[str, Watched] = {
                              lambda r: bool(r.get("accepted_stale_actions"))),
     "plan_violations": Watched(("violation", "run_id", "plan_id", "trace_id", "span_id"),
                                lambda r: r.get("violation") == "changed_outside_target"),
+    # Other instrumentations' tool calls as well as ours: a failure the tracer showed green (one
+    # finding per format, tool and outcome, like silent_failures), and a call repeated with
+    # identical arguments and no key (one per run, tool and arguments; the call count grows).
+    "masked_failures": Watched(("span_format", "tool_name", "outcome")),
+    "repeated_executions": Watched(("run_id", "tool_name", "arguments_hash")),
 }
 """Every question whose rows the watcher counts. Left out: the records (waivers, refusals), and
 questions whose every row was told to its caller or refused: ``readback_mismatches`` (the caller

@@ -1,0 +1,402 @@
+"""The span-format layer's Python side: the options that shape it and the functions DuckDB calls.
+
+``queries/spans.sql`` reads tool calls that other instrumentations wrote (``peer_spans``, then the
+``spans`` view). Three things there need Python, and are registered on the connection here:
+
+- ``peer_result(text)``: a recorded result judged by :func:`telemetry.envelopes.read_recorded`
+  (the rules a live result meets; the frameworks' wrappers unwrapped), after the shapes given
+  with ``--result-shape``; its status is judged, text, absent, too_large or malformed;
+- ``peer_arguments(text)``: a hash of the arguments (parsed and dumped again with sorted keys),
+  whether they carry an idempotency key, and the kind their parameter names say;
+- ``peer_name_kind(name)``: the kind a tool's name says (:mod:`telemetry.tool_kinds`, the audit's rules).
+
+Each runs once per peer tool span (``peer_name_kind`` once per tool name) while ``peer_spans`` is
+built, never per question and never for our own spans. Every text is hostile: parsed with the
+standard JSON parser only, bounded in size, and any failure is a status, never an exception into
+DuckDB. ``--tool-spans`` selectors are inserted into ``tool_span_selection`` with bound values.
+"""
+
+from __future__ import annotations
+
+import argparse
+import fnmatch
+import hashlib
+import importlib
+import json
+import re
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Optional, Sequence, Union
+
+import duckdb
+
+from .. import conventions as c
+from ..envelopes import RECORDED_ABSENT, RECORDED_JUDGED, RECORDED_TEXT, RECORDED_TOO_LARGE, read_recorded, unwrap_recorded
+from ..exceptions import ForensicsInputError
+from ..tool_kinds import is_key_parameter, kind_from_name, kind_from_parameters
+
+__all__ = [
+    "RESULT_STATUSES",
+    "PeerOptions",
+    "ResultShape",
+    "ToolSpanSelector",
+    "add_arguments",
+    "arguments_facts",
+    "arguments_of",
+    "install",
+    "judge_result",
+    "load_result_shape",
+    "options_from",
+    "parse_tool_spans",
+]
+
+ResultShape = Callable[[Any], Optional[str]]
+"""``shape(result) -> outcome code | None``: None when the result is not of this shape."""
+
+RESULT_STATUSES = (RECORDED_JUDGED, RECORDED_TEXT, RECORDED_ABSENT, RECORDED_TOO_LARGE, c.RESULT_MALFORMED)
+"""The values of ``result_status``: how a peer tool call's recorded result was read."""
+
+_MAX_GLOB = 256
+_TOKEN = re.compile(r"[a-z][a-z0-9_]{0,63}")
+_MAPPING_KEYS = frozenset({"match", "tool_name", "arguments", "result", "call_id", "run", "agent"})
+
+
+@dataclass(frozen=True)
+class ToolSpanSelector:
+    """Which spans no format marks are tool calls (format ``selected``), and where their facts are.
+
+    ``name``: a span-name glob (``*``, ``?``, ``[...]``); ``attribute``/``value``: an attribute
+    the span must have (its value matching the glob ``value`` when given). ``tool_name`` is the attribute holding the
+    tool's name (default: ``code.function``, else the span name); ``arguments`` one attribute
+    holding the arguments, or several whose values make an object (default: the attributes
+    logfire's ``logfire.json_schema`` lists); ``result`` the attribute holding the result
+    (default: logfire's ``return``).
+    """
+
+    name: Optional[str] = None
+    attribute: Optional[str] = None
+    value: Optional[str] = None
+    tool_name: Optional[str] = None
+    arguments: tuple[str, ...] = ()
+    result: Optional[str] = None
+    call_id: Optional[str] = None
+    run: Optional[str] = None
+    agent: Optional[str] = None
+
+    def matches(self, name: str, attributes: Mapping[str, Any]) -> bool:
+        """Whether a span of this name and attributes is selected (the SQL's rule, for tests and docs)."""
+        if self.name is not None and not fnmatch.fnmatchcase(name, self.name):
+            return False
+        if self.attribute is not None:
+            if self.attribute not in attributes:
+                return False
+            value = attributes[self.attribute]
+            if self.value is not None and not (isinstance(value, str) and fnmatch.fnmatchcase(value, self.value)):
+                return False
+        return True
+
+
+@dataclass
+class PeerOptions:
+    """What shapes the layer for one load: ``--tool-spans``, ``--result-shape``, ``--show-content``."""
+
+    tool_spans: tuple[ToolSpanSelector, ...] = ()
+    result_shapes: tuple[ResultShape, ...] = ()
+    show_content: bool = False
+    shape_failures: int = 0
+    """Times a ``--result-shape`` function raised (the built-in rules then decided)."""
+
+
+def _text(value: Any, where: str) -> str:
+    if not isinstance(value, str) or not value or len(value) > _MAX_GLOB:
+        raise ForensicsInputError(f"--tool-spans: {where} must be a non-empty string of at most {_MAX_GLOB} characters")
+    return value
+
+
+def _selector(data: Any, where: str) -> ToolSpanSelector:
+    if not isinstance(data, Mapping):
+        raise ForensicsInputError(f"--tool-spans {where}: each selector is a JSON object like "
+                                  '{"match": {"name": "agent.tools.*"}, "tool_name": "code.function"}')
+    unknown = sorted(set(data) - _MAPPING_KEYS)
+    if unknown:
+        raise ForensicsInputError(f"--tool-spans {where}: unknown key(s) {', '.join(map(repr, unknown))}; "
+                                  f"the keys are {', '.join(sorted(_MAPPING_KEYS))}")
+    match = data.get("match")
+    if not isinstance(match, Mapping) or not match or set(match) - {"name", "attribute"}:
+        raise ForensicsInputError(f'--tool-spans {where}: "match" must be an object with "name" (a span-name glob) '
+                                  'and/or "attribute" ("key" or "key=value")')
+    name = _text(match["name"], f'{where} "match.name"') if "name" in match else None
+    attribute = value = None
+    if "attribute" in match:
+        key, sep, wanted = _text(match["attribute"], f'{where} "match.attribute"').partition("=")
+        attribute, value = _text(key, f'{where} "match.attribute" key'), (wanted if sep else None)
+    arguments = data.get("arguments", ())
+    if isinstance(arguments, str):
+        arguments = (arguments,)
+    if not isinstance(arguments, (list, tuple)):
+        raise ForensicsInputError(f'--tool-spans {where}: "arguments" is an attribute name or a list of them')
+    keys = {k: (_text(data[k], f'{where} "{k}"') if data.get(k) is not None else None)
+            for k in ("tool_name", "result", "call_id", "run", "agent")}
+    return ToolSpanSelector(name=name, attribute=attribute, value=value,
+                            arguments=tuple(_text(a, f'{where} "arguments"') for a in arguments), **keys)
+
+
+def parse_tool_spans(text: str) -> tuple[ToolSpanSelector, ...]:
+    """``--tool-spans SELECTOR``: a span-name glob (``'agent.tools.*'``), or the path of a JSON file
+    holding one selector object or a list of them (see :class:`ToolSpanSelector` and
+    docs/peer-traces.md)."""
+    path = Path(text)
+    if text.lower().endswith(".json") or path.is_file():
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise ForensicsInputError(f"--tool-spans {text!r}: cannot read it as a JSON file ({exc})") from None
+        items = data if isinstance(data, list) else [data]
+        if not items:
+            raise ForensicsInputError(f"--tool-spans {text!r}: the file holds no selector")
+        return tuple(_selector(item, f"{text!r} #{n}") for n, item in enumerate(items, 1))
+    return (ToolSpanSelector(name=_text(text, "the span-name glob")),)
+
+
+def load_result_shape(spec: str) -> ResultShape:
+    """``--result-shape module:function``: import ``function(result) -> outcome code | None``."""
+    module_name, sep, attribute = spec.partition(":")
+    if not sep or not module_name or not attribute:
+        raise ForensicsInputError(f"--result-shape {spec!r}: give it as module:function, e.g. myapp.shapes:func_result")
+    try:
+        module = importlib.import_module(module_name)
+    except Exception as exc:  # the user's module: any failure to import it is an input error
+        raise ForensicsInputError(f"--result-shape {spec!r}: cannot import {module_name!r} ({type(exc).__name__}: {exc})") from None
+    target: Any = module
+    for part in attribute.split("."):
+        target = getattr(target, part, None)
+    if not callable(target):
+        raise ForensicsInputError(f"--result-shape {spec!r}: {module_name} has no callable {attribute!r}")
+    shape: ResultShape = target
+    return shape
+
+
+def _outcome_code(code: Any) -> str:
+    """A shape's answer as an outcome code (an odd one becomes ``tool_error``, never free text)."""
+    text = str(code).strip().lower()
+    return text if _TOKEN.fullmatch(text) else c.OUTCOME_TOOL_ERROR
+
+
+def judge_result(text: Optional[str], options: Optional[PeerOptions] = None) -> tuple[str, Optional[str]]:
+    """``(status, outcome)`` of a recorded result; never raises. ``status`` is one of
+    :data:`RESULT_STATUSES`; ``outcome`` is None unless the result was judged."""
+    if not text:
+        return RECORDED_ABSENT, None
+    if len(text) > c.MAX_RECORDED_RESULT_CHARS:
+        return RECORDED_TOO_LARGE, None
+    try:
+        shapes = options.result_shapes if options is not None else ()
+        if shapes:
+            value, wrapper_error = unwrap_recorded(text)
+            for shape in shapes:
+                try:
+                    code = shape(value)
+                except Exception:
+                    assert options is not None
+                    options.shape_failures += 1
+                    continue
+                if code is not None:
+                    outcome = _outcome_code(code)
+                    if wrapper_error and outcome == c.OUTCOME_OK:
+                        outcome = c.OUTCOME_TOOL_ERROR
+                    return RECORDED_JUDGED, outcome
+        recorded = read_recorded(text)
+        if recorded.status == RECORDED_TEXT and text.lstrip()[:1] in ("{", "["):
+            return c.RESULT_MALFORMED, None  # JSON cut short, or not JSON at all
+        return recorded.status, (recorded.verdict.outcome if recorded.verdict is not None else None)
+    except Exception:  # a wrapper built to break the reader: counted as malformed, never a crash
+        return c.RESULT_MALFORMED, None
+
+
+_CACHED = 65_536
+_CACHED_CHARS = 2_048
+"""Verdicts are remembered per connection, by text, for texts up to this long (at most
+:data:`_CACHED` of them): tools return the same result again and again (``{"ok": true}``), and a
+retried call records the same arguments; a long text is judged every time rather than kept."""
+
+
+def _remembered(judge: Callable[[str], str]) -> Callable[[Optional[str]], Optional[str]]:
+    """``judge`` for SQL (None stays None), remembering the verdicts of short texts."""
+    seen: dict[str, str] = {}
+
+    def remembered(text: Optional[str]) -> Optional[str]:
+        if text is None:
+            return None
+        if len(text) > _CACHED_CHARS:
+            return judge(text)
+        verdict = seen.get(text)
+        if verdict is None:
+            verdict = judge(text)
+            if len(seen) < _CACHED:
+                seen[text] = verdict
+        return verdict
+    return remembered
+
+
+def _peer_result(options: Optional[PeerOptions]) -> Callable[[Optional[str]], Optional[str]]:
+    """``peer_result`` for SQL: ``status:outcome`` as one text (a struct costs DuckDB several times
+    more per row than the verdict itself); ``queries/spans.sql`` splits it."""
+    def peer_result(text: str) -> str:
+        status, outcome = judge_result(text, options)
+        return status if outcome is None else f"{status}:{outcome}"
+    return _remembered(peer_result)
+
+
+def _parsed(text: str) -> Any:
+    """``text`` as JSON data when it is JSON (a JSON text encoded once more is parsed again), else
+    the text itself."""
+    value: Any = text
+    for _ in range(2):
+        if not isinstance(value, str) or value.lstrip()[:1] not in ("{", "[", '"'):
+            return value
+        try:
+            value = json.loads(value)
+        except (ValueError, RecursionError):
+            return value
+    return value
+
+
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+"""Arguments dumped again with sorted keys and no spaces: the same arguments, the same text."""
+
+
+@lru_cache(maxsize=4096)
+def _parameter_facts(names: tuple[str, ...]) -> tuple[bool, Optional[str]]:
+    """(an idempotency key among them, the kind they say): the same tools pass the same names."""
+    return any(is_key_parameter(n) for n in names), kind_from_parameters(names)
+
+
+def arguments_facts(text: Optional[str]) -> Optional[tuple[str, Optional[str], bool, Optional[str]]]:
+    """``(status, hash, keyed, kind)`` of recorded arguments; never raises.
+
+    The hash is of the arguments parsed and dumped again with sorted keys (a text that is not
+    JSON is hashed as it is), so the same arguments recorded in another key order hash alike.
+    ``keyed``: an argument named like an idempotency key has a value; ``kind``: what the
+    parameter names say (:func:`telemetry.tool_kinds.kind_from_parameters`).
+    """
+    if text is None:
+        return None
+    try:
+        if len(text) > c.MAX_RECORDED_RESULT_CHARS:  # never parsed; still identified
+            return RECORDED_TOO_LARGE, hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16], False, None
+        value = _parsed(text)
+        if isinstance(value, str):
+            status = c.RESULT_MALFORMED if value.lstrip()[:1] in ("{", "[") else RECORDED_TEXT
+            canonical = value
+        else:
+            status = RECORDED_JUDGED
+            canonical = _CANONICAL.encode(value)
+        digest = hashlib.sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+        keyed, kind = False, None
+        if type(value) is dict:
+            inner = value.get("kwargs")  # traceloop and langfuse record {"args": [...], "kwargs": {...}}
+            scopes = (value, inner) if type(inner) is dict else (value,)
+            names = tuple(k for scope in scopes for k, v in scope.items() if v is not None and v != "")
+            keyed, kind = _parameter_facts(names)
+        return status, digest, keyed, kind
+    except Exception:  # e.g. RecursionError while dumping a hostile nesting: counted, never a crash
+        return c.RESULT_MALFORMED, None, False, None
+
+
+def _peer_arguments(text: str) -> str:
+    """``peer_arguments`` for SQL: ``status:hash:keyed:kind`` as one text (see :func:`_peer_result`)."""
+    facts = arguments_facts(text)
+    assert facts is not None
+    status, digest, keyed, kind = facts
+    return f"{status}:{digest or ''}:{1 if keyed else 0}:{kind or ''}"
+
+
+def _name_kind(name: Optional[str]) -> Optional[str]:
+    if not name:
+        return None
+    try:
+        return kind_from_name(name[:1000])
+    except Exception:
+        return None
+
+
+def _register(con: duckdb.DuckDBPyConnection, name: str, fn: Callable[..., Any], replace: bool) -> None:
+    if replace:
+        try:
+            con.remove_function(name)
+        except Exception:  # not registered yet
+            pass
+    try:
+        # null_handling "special": the function sees NULLs and may return one (the string spelling
+        # works across DuckDB versions; the stubs only name duckdb.func.SPECIAL)
+        con.create_function(name, fn, ["VARCHAR"], "VARCHAR", null_handling="special",  # type: ignore[call-overload]
+                            side_effects=False)
+    except duckdb.NotImplementedException:  # already registered (by install, before the loader)
+        if replace:
+            raise
+
+
+def install(con: duckdb.DuckDBPyConnection, options: Optional[PeerOptions] = None) -> None:
+    """Register the layer's functions and selectors on ``con`` (``options``: this load's choices).
+
+    Without ``options``, only what is missing is installed with the defaults
+    (:func:`~telemetry.forensics.loading.install_macros` calls it, so every source, ClickHouse and
+    ``watch`` included, has the functions); with them, everything is replaced: call it after
+    ``install_macros`` (which creates ``tool_span_selection``) and before the spans are loaded.
+    """
+    replace = options is not None
+    chosen = options if options is not None else PeerOptions()
+    _register(con, "peer_result", _peer_result(chosen), replace)
+    _register(con, "peer_arguments", _remembered(_peer_arguments), replace)
+    _register(con, "peer_name_kind", _name_kind, replace)
+    if not replace:
+        return
+    con.execute("DELETE FROM tool_span_selection").fetchall()
+    for position, s in enumerate(chosen.tool_spans):
+        con.execute("INSERT INTO tool_span_selection VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    [position, s.name, s.attribute, s.value, s.tool_name, list(s.arguments), s.result, s.call_id,
+                     s.run, s.agent]).fetchall()
+    # A constant chosen here (True or False), never user text.
+    con.execute(f"SET VARIABLE show_content = {'true' if chosen.show_content else 'false'}").fetchall()
+
+
+def options_from(tool_spans: Union[None, str, ToolSpanSelector, Iterable[Union[str, ToolSpanSelector]]] = None,
+                 result_shapes: Union[None, str, ResultShape, Sequence[Union[str, ResultShape]]] = None,
+                 show_content: bool = False) -> Optional[PeerOptions]:
+    """:class:`PeerOptions` from what ``open_traces`` and the CLI take (strings are parsed), or
+    None when nothing was chosen."""
+    if tool_spans is None and not result_shapes and not show_content:
+        return None
+    selectors: list[ToolSpanSelector] = []
+    given = [tool_spans] if isinstance(tool_spans, (str, ToolSpanSelector)) else list(tool_spans or ())
+    for item in given:
+        selectors += parse_tool_spans(item) if isinstance(item, str) else [item]
+    shapes: list[ResultShape] = []
+    given_shapes = [result_shapes] if isinstance(result_shapes, str) or callable(result_shapes) else list(result_shapes or ())
+    for shape in given_shapes:
+        shapes.append(load_result_shape(shape) if isinstance(shape, str) else shape)
+    return PeerOptions(tool_spans=tuple(selectors), result_shapes=tuple(shapes), show_content=bool(show_content))
+
+
+def add_arguments(parser: argparse.ArgumentParser, *, content: bool = True) -> None:
+    """``--tool-spans``, ``--result-shape`` (and ``--show-content`` when ``content``): the options
+    ``forensics`` and ``audit --traces`` share; :func:`arguments_of` turns them into keywords."""
+    parser.add_argument("--tool-spans", action="append", default=[], metavar="SELECTOR",
+                        help="make spans no format marks tool calls: a span-name glob ('agent.tools.*', "
+                             "logfire's 'Calling *') or a JSON selector file (docs/peer-traces.md); repeatable")
+    parser.add_argument("--result-shape", action="append", default=[], metavar="MODULE:FUNCTION",
+                        help="judge recorded results with FUNCTION(result) -> outcome code, or None when the "
+                             "result is not its shape, before the built-in rules; repeatable")
+    if content:
+        parser.add_argument("--show-content", action="store_true",
+                            help="let recorded arguments and results (cut to 1,000 characters) into the rows; "
+                                 "without it only tool names, outcome codes and hashes are shown")
+
+
+def arguments_of(args: argparse.Namespace) -> dict[str, Any]:
+    """The ``open_traces``/``open_clickhouse`` keywords of :func:`add_arguments`' options."""
+    return {"tool_spans": list(getattr(args, "tool_spans", None) or ()) or None,
+            "result_shapes": list(getattr(args, "result_shape", None) or ()) or None,
+            "show_content": bool(getattr(args, "show_content", False))}
