@@ -78,6 +78,11 @@ def build_parser() -> argparse.ArgumentParser:
                         help="trace files, directories or globs (repeatable)")
     parser.add_argument("--scopes", metavar="FILE",
                         help='with --traces: JSON {"agent id or glob": ["tool", ...]}; calls outside it are violations')
+    parser.add_argument("--tool-spans", action="append", default=[], metavar="SELECTOR",
+                        help="with --traces: make spans no format marks tool calls (a span-name glob or a JSON "
+                             "selector file, as forensics takes it; docs/peer-traces.md); repeatable")
+    parser.add_argument("--result-shape", action="append", default=[], metavar="MODULE:FUNCTION",
+                        help="with --traces: judge recorded results with FUNCTION first, as forensics does; repeatable")
     parser.add_argument("--format", choices=FORMATS, default="text", help="output format (default: %(default)s)")
     parser.add_argument("--fail-on", choices=FAIL_ON, default=CRITICAL,
                         help="exit 1 on a critical finding (default), on a warning or worse, or never")
@@ -112,7 +117,7 @@ def gather(ns: argparse.Namespace) -> AuditReport:
         from . import traces
 
         scopes = traces.load_scopes(ns.scopes) if ns.scopes else None
-        evidence = traces.collect(paths, scopes)
+        evidence = traces.collect(paths, scopes, tool_spans=ns.tool_spans, result_shapes=ns.result_shape)
         infos.append(TargetInfo("--traces " + " ".join(paths), "traces", len(evidence.tools)))
     return run_audit(models, infos, evidence)
 

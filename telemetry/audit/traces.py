@@ -4,7 +4,10 @@ Trace files are loaded through :func:`telemetry.forensics.open_traces` (every fo
 reads). Per tool name the audit counts: spans carrying an outcome, successful writes whose
 read-back was ``skipped`` or ``error``, calls carrying an expected or policy version, an
 idempotency key or a plan id, and the agents that called it. ``idempotency_conflicts`` gives the
-repeated executions (one key and payload that ran twice), and an optional scopes file
+repeated executions (one key and payload that ran twice), ``repeated_executions`` the calls
+repeated with identical arguments and no key (other instrumentations' spans: their tool calls
+come through the same ``spans`` relation, ``tool_spans`` selecting those no format marks), and
+an optional scopes file
 (``{"agent id or glob": ["tool", ...]}``) turns the agents into scope violations. Values from
 traces are bound as query parameters, never pasted into SQL.
 """
@@ -21,9 +24,9 @@ from typing import Any
 from .. import conventions as c
 from .._extras import require
 from ..exceptions import AuditTargetError, ForensicsInputError
+from . import model as m
 from .rules import no as answer_no
 from .rules import yes as answer_yes
-from . import model as m
 
 __all__ = [
     "ToolTraces",
@@ -71,6 +74,8 @@ class ToolTraces:
     planned: int
     replays: int
     repeated: int = 0
+    repeated_unkeyed: int = 0
+    """Groups of calls in one run with identical arguments and no idempotency key (``repeated_executions``)."""
     unpersisted: int = 0
     """Accepted writes that the next read showed did not persist, whatever their read-back said."""
     agents: dict[str, int] = field(default_factory=dict)
@@ -109,8 +114,10 @@ def _allowed(agent: str, tool: str, scopes: Mapping[str, Sequence[str]]) -> bool
     return any(tool in tools for tools in matched)
 
 
-def collect(paths: Sequence[str], scopes: Mapping[str, Sequence[str]] | None = None) -> TraceEvidence:
-    """Read ``paths`` (files, directories, globs) and summarise each tool's spans."""
+def collect(paths: Sequence[str], scopes: Mapping[str, Sequence[str]] | None = None, *,
+            tool_spans: Sequence[str] | None = None, result_shapes: Sequence[str] | None = None) -> TraceEvidence:
+    """Read ``paths`` (files, directories, globs) and summarise each tool's spans, ours and other
+    instrumentations' (``tool_spans``/``result_shapes``: forensics' ``--tool-spans``/``--result-shape``)."""
     # forensics (DuckDB, the [forensics] extra) only here: the rest of the audit, and this module's
     # merging of trace answers, must import without it
     require("duckdb", extra="forensics", needed_for="--traces", error=AuditTargetError)
@@ -119,7 +126,8 @@ def collect(paths: Sequence[str], scopes: Mapping[str, Sequence[str]] | None = N
 
     params = {"read": c.KIND_READ, "ok": c.OUTCOME_OK, "skipped": c.READBACK_SKIPPED, "error": c.READBACK_ERROR}
     try:
-        forensics = open_traces(paths)
+        forensics = open_traces(paths, tool_spans=list(tool_spans or ()) or None,
+                                result_shapes=list(result_shapes or ()) or None)
     except ForensicsInputError as exc:
         raise AuditTargetError(f"--traces {' '.join(paths)}: {exc}") from exc
     with forensics:
@@ -131,6 +139,9 @@ def collect(paths: Sequence[str], scopes: Mapping[str, Sequence[str]] | None = N
         for row in forensics.run("idempotency_conflicts"):
             if row["kind"] in DOUBLE_EXECUTIONS and row["tool_name"] in tools:
                 tools[row["tool_name"]].repeated += 1
+        for row in forensics.run("repeated_executions"):
+            if row["tool_name"] in tools:
+                tools[row["tool_name"]].repeated_unkeyed += 1
         for row in forensics.run("unpersisted_writes"):
             if row["tool_name"] in tools:
                 tools[row["tool_name"]].unpersisted += 1
@@ -170,6 +181,10 @@ def answers_from(ev: ToolTraces, scopes_declared: bool, *, bulk: str | None) -> 
         out[m.IDEMPOTENT] = no(m.IDEMPOTENT, "AUD102", f"traces: {ev.repeated} repeated execution(s): one key and payload "
                              f"ran again instead of returning the first outcome", "guard it with IdempotencyKeys."
                              "idempotent() on the key it already takes", m.CRITICAL)
+    elif ev.repeated_unkeyed:
+        out[m.IDEMPOTENT] = no(m.IDEMPOTENT, "AUD102", f"traces: called {ev.repeated_unkeyed} time(s) more than once in a "
+                             f"run with identical arguments and no idempotency key", "give it an idempotency key and "
+                             "guard it with IdempotencyKeys.idempotent()", m.CRITICAL)
     elif writes and ev.replays:
         out[m.IDEMPOTENT] = yes(m.IDEMPOTENT, f"traces: {ev.replays} retried call(s) were deduplicated")
     elif writes and ev.calls and ev.keyed == ev.calls:

@@ -93,3 +93,35 @@ def test_demo_ends_with_the_audit_summary(tmp_path: Path, capsys: pytest.Capture
     demo_main(["--scenario", "retry_after_timeout", "--no-alerts", "--out", str(tmp_path)])
     last = capsys.readouterr().out.rstrip().splitlines()[-1]
     assert last.startswith("audit: guarded 14 tools, 32/52 yes, 1 critical; legacy 7 tools, 9/31 yes, 5 critical")
+
+
+HERE = Path(__file__).resolve().parent.parent
+PEER_FILES = [pytest.param(HERE / "forensics" / "peer_fixtures" / f"{fmt}.jsonl", id=f"hand-{fmt}")
+              for fmt in ("genai", "openinference", "traceloop", "langfuse", "mlflow", "selected")] + [
+    pytest.param(path, id=path.stem) for path in sorted((HERE / "peers" / "fixtures").glob("*.jsonl"))]
+"""The story in every peer format: tests/forensics' small fixtures and tests/peers' real instrumentors'."""
+
+
+@pytest.mark.parametrize("fixture", PEER_FILES)
+def test_traces_other_instrumentations_wrote_list_their_tools(fixture: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The three tools are listed from their peer spans, the refund repeated with identical
+    arguments is not idempotent, and each call's outcome comes from its recorded result (logfire's
+    plain spans through --tool-spans)."""
+    real = fixture.parent.name == "fixtures"
+    if fixture.stem == "selected":
+        selector = ["--tool-spans", "Calling shop.tools.*"]
+    elif fixture.stem == "logfire":
+        selector = ["--tool-spans", str(HERE / "forensics" / "peer_fixtures" / "logfire-tools.json")]
+    else:
+        selector = []
+    charge, refund, lookup = ("charge_card", "refund_payment", "lookup_order") if real else ("charge", "refund", "lookup_order")
+    _code, doc = run_json(capsys, "--traces", str(fixture), *selector)
+    assert sorted(t["name"] for t in doc["tools"]) == sorted([charge, refund, lookup])
+    assert doc["traces"]["tools"] == 3
+    got = answers(doc)
+    assert got[refund][IDEMPOTENT] == NO
+    repeated = next(t for t in doc["tools"] if t["name"] == refund)
+    assert "identical arguments" in repeated["answers"][IDEMPOTENT]["evidence"]
+    assert all(a[SEMANTICALLY_OBSERVABLE] == YES for a in got.values())  # every call's result was judged
+    kinds = {t["name"]: t["kind"] for t in doc["tools"]}
+    assert kinds[lookup] == "read" and kinds[charge] == "write"
