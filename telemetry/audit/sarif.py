@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 from typing import Any, Final
+from urllib.parse import quote
 
 from .. import __version__
 from .rules import RULES
@@ -44,7 +45,8 @@ def _location(audit: ToolAudit, root: Path) -> dict[str, Any]:
         return {"logicalLocations": logical}
     path = Path(source.file).resolve()
     try:
-        artifact: dict[str, Any] = {"uri": path.relative_to(root).as_posix(), "uriBaseId": SRCROOT}
+        # A URI reference, percent-encoded: `my tools#1/x.py` must not parse as a fragment.
+        artifact: dict[str, Any] = {"uri": quote(path.relative_to(root).as_posix(), safe="/"), "uriBaseId": SRCROOT}
     except ValueError:
         artifact = {"uri": path.as_uri()}
     return {

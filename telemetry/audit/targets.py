@@ -4,14 +4,22 @@ The attribute may be a function or bound method, a list/tuple/dict of them, a gu
 (:class:`~telemetry.guards.StateStore`, ``Planner``, ``Delegations``, ``Objectives``,
 ``IdempotencyKeys``, ``ScopedTools``) or an MCP SDK server object. Importing the module runs its
 top-level code, exactly as ``python -c "import module"`` would; nothing else of it runs.
+
+That code is the target's, not the audit's, so it never decides how the audit ends: it sees a
+command line of its own (its name alone, not the audit's flags, so its own argparse neither reads
+nor rejects them), what it prints goes to stderr (stdout carries the audit's JSON or SARIF), and
+a ``sys.exit()`` in it (or its argparse giving up) is an :class:`AuditTargetError` naming the
+target, exit 2, whatever the code it exited with: a gate must never pass on an audit not done.
 """
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import inspect
 import re
-from collections.abc import Callable, Mapping
+import sys
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from ..exceptions import AuditTargetError
@@ -43,6 +51,50 @@ def load(target: str) -> list[ToolModel]:
         raise AuditTargetError(
             f"target {target!r} is not module:attribute; e.g. myapp.tools:write_state or examples.server:server"
         )
+    with _target_code(target, module_name):
+        return _load(target, module_name, attribute)
+
+
+@contextlib.contextmanager
+def _target_code(target: str, module_name: str) -> Iterator[None]:
+    """Around everything that may run the target's code (its import, attribute look-ups, an
+    in-process MCP listing): see the module docstring."""
+    argv = sys.argv
+    sys.argv = [module_name]
+    try:
+        with contextlib.redirect_stdout(sys.stderr):
+            yield
+    except BaseException as exc:
+        exit_ = _system_exit(exc)
+        if exit_ is None:
+            raise
+        raise AuditTargetError(_exited(target, module_name, exit_.code)) from None
+    finally:
+        sys.argv = argv
+
+
+def _system_exit(exc: BaseException) -> SystemExit | None:
+    """``exc`` when it is a SystemExit, or the first one inside an exception group (an in-process
+    MCP listing runs the server's code in a task group)."""
+    if isinstance(exc, SystemExit):
+        return exc
+    for inner in getattr(exc, "exceptions", None) or ():
+        if isinstance(inner, BaseException) and (found := _system_exit(inner)) is not None:
+            return found
+    return None
+
+
+def _exited(target: str, module_name: str, code: object) -> str:
+    how = "argparse gave up on its command line, or the code" if code == 2 else "the code"
+    return (
+        f"target {target!r}: {module_name!r} ended the process while being read (SystemExit({code!r}): {how} "
+        "called sys.exit()), so none of its tools was audited; run its program only under "
+        "`if __name__ == \"__main__\":`, or point the audit at a module that defines the tools without "
+        "running anything"
+    )
+
+
+def _load(target: str, module_name: str, attribute: str) -> list[ToolModel]:
     try:
         module = importlib.import_module(module_name)
     except Exception as exc:  # the user's module may raise anything while importing
