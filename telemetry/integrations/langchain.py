@@ -6,8 +6,9 @@ optional). Example::
     from langgraph.prebuilt import create_react_agent
     from telemetry.integrations import langchain as otel_langchain
 
-    tools = otel_langchain.instrument([StructuredTool.from_function(store.read_state), ...])
-    agent = create_react_agent(model, tools, name="planner")   # or instrument(agent) afterwards
+    tools = [StructuredTool.from_function(store.read_state), ...]
+    agent = create_react_agent(model, tools, name="planner")
+    otel_langchain.instrument(agent)   # the graph: its tools, and its name as the agent's
 
 What it does, per tool (a ``BaseTool``: ``@tool`` functions, ``StructuredTool``, ``Tool`` or a
 subclass with its own ``_run``/``_arun``):
@@ -24,7 +25,19 @@ subclass with its own ``_run``/``_arun``):
   for the whole run: set one, or wrap the run in ``telemetry.agent(name, conversation_id=...)``;
 - ``ToolException`` (the tool reporting a failure to the model) is transport ``ok`` with outcome
   ``tool_error``, and still propagates to LangChain (which turns it into a message when the
-  tool's ``handle_tool_error`` says so).
+  tool's ``handle_tool_error`` says so);
+- arguments that fail the tool's ``args_schema`` never reach the tool: the call is recorded as
+  transport ``ok``, outcome ``invalid_argument`` (LangChain then raises or answers as it did);
+- our span nests under the tool span of an OpenTelemetry-emitting LangChain tracer found among
+  the run's callbacks (OpenInference's ``LangChainInstrumentor``: any handler with
+  ``get_span(run_id)``). LangSmith's OpenTelemetry mode writes its spans after the run, in a
+  background thread, with ids unknown while the tool runs: ours are not nested there.
+
+A tool instrumented on its own and later given to ``create_react_agent(name=...)`` learns the
+agent's name when the graph is instrumented too (``instrument(agent)``, either order); a run's
+``lc_agent_name`` metadata (LangChain's ``create_agent``) names it without that. A tool that runs
+another agent gives the inner agent's calls their own agent and call ids. :func:`uninstrument`
+puts every tool back.
 
 MCP-style hints (``readOnlyHint`` ...) are read from a tool's ``metadata``, where
 ``langchain-mcp-adapters`` puts a server's tool annotations; ``kinds=`` says it explicitly.
@@ -34,26 +47,41 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Iterable, Mapping
+from contextlib import AbstractContextManager, nullcontext
 from typing import Any, TypeVar
 
-from typing_extensions import Unpack
-
+from langchain_core.runnables.config import var_child_runnable_config
 from langchain_core.tools import BaseTool, StructuredTool, Tool, ToolException
+from opentelemetry import context as otel_context
+from opentelemetry import trace
+from pydantic import ValidationError
+from pydantic.v1 import ValidationError as ValidationErrorV1
+from typing_extensions import Unpack
 
 from .. import conventions as c
 from ..exceptions import ConfigurationError
 from ..instrument import framework_context
-from ._common import Choices, Selection, hints_from
+from ._common import (
+    Choices,
+    Selection,
+    hints_from,
+    record_refused,
+    replace_attribute,
+    restore_attributes,
+    spec_of,
+    was_replaced,
+)
 
-__all__ = ["DEFAULT_EXCEPTIONS", "instrument"]
+__all__ = ["DEFAULT_EXCEPTIONS", "instrument", "uninstrument"]
 
 T = TypeVar("T")
 
 DEFAULT_EXCEPTIONS: Mapping[type[BaseException], str] = {ToolException: c.OUTCOME_TOOL_ERROR}
 """LangChain's exception for a tool's failure that the model should be told about."""
 
-_CONTEXT_MARK = "__outcome_telemetry_context__"
+_AGENT = "__outcome_telemetry_agent__"  # on each tool: the agent name instrument() was told
 _DEFAULT_GRAPH_NAME = "LangGraph"
+_REFUSED = (ValidationError, ValidationErrorV1)
 
 
 def _tools_of(target: Any) -> tuple[list[BaseTool], str | None]:
@@ -101,44 +129,140 @@ def _context_of(config: Any, agent_name: str | None) -> tuple[str | None, str | 
     return (name if isinstance(name, str) else agent_name), (str(thread) if thread is not None else None)
 
 
-def _with_context(tool: BaseTool, agent_name: str | None) -> None:
-    """Make ``tool.run``/``tool.arun`` (what ``invoke`` calls with the call id) set the context."""
-    if getattr(tool, _CONTEXT_MARK, False):
+def _tracer_span() -> Any:
+    """The span a callback tracer opened for the running tool (OpenInference's), or None.
+
+    Inside the tool, LangChain's current config holds the tool run's child callback manager:
+    its ``parent_run_id`` is the tool's run, and a tracer that emits OpenTelemetry spans keeps
+    the span of that run (``get_span(run_id)``).
+    """
+    config = var_child_runnable_config.get()
+    manager = config.get("callbacks") if isinstance(config, Mapping) else None
+    run_id = getattr(manager, "parent_run_id", None)
+    if run_id is None:
+        return None
+    for handler in getattr(manager, "handlers", ()):
+        get_span = getattr(handler, "get_span", None)
+        if callable(get_span):
+            try:
+                span = get_span(run_id)
+            except Exception:  # another tracer's lookup: no parent rather than a failed tool
+                continue
+            if isinstance(span, trace.Span) and span.get_span_context().is_valid:
+                return span
+    return None
+
+
+def _under_tracer_span() -> AbstractContextManager[Any]:
+    span = _tracer_span()
+    if span is None or trace.get_current_span() is span:
+        return nullcontext()
+    return _Attached(trace.set_span_in_context(span))
+
+
+class _Attached:
+    def __init__(self, ctx: Any) -> None:
+        self._ctx: Any = ctx
+        self._token: Any = None
+
+    def __enter__(self) -> None:
+        self._token = otel_context.attach(self._ctx)
+
+    def __exit__(self, *exc: Any) -> None:
+        otel_context.detach(self._token)
+
+
+def _with_context(tool: BaseTool) -> None:
+    """Make ``tool.run``/``arun`` (which ``invoke`` calls with the call id) set the context, and
+    ``_run``/``_arun`` (called inside the tool's run, after the tracers' ``on_tool_start``) open
+    our span under a tracer's tool span."""
+    if was_replaced(tool, "run"):
         return
-    run, arun = tool.run, tool.arun
+    run, arun, _run, _arun = tool.run, tool.arun, tool._run, tool._arun
+
+    def context(kwargs: Mapping[str, Any]) -> AbstractContextManager[None]:
+        name, conversation = _context_of(kwargs.get("config"), vars(tool).get(_AGENT))
+        return framework_context(name, conversation, kwargs.get("tool_call_id"))
 
     @functools.wraps(run)
     def run_with_context(*args: Any, **kwargs: Any) -> Any:
-        name, conversation = _context_of(kwargs.get("config"), agent_name)
-        with framework_context(name, conversation, kwargs.get("tool_call_id")):
+        with context(kwargs):
             return run(*args, **kwargs)
 
     @functools.wraps(arun)
     async def arun_with_context(*args: Any, **kwargs: Any) -> Any:
-        name, conversation = _context_of(kwargs.get("config"), agent_name)
-        with framework_context(name, conversation, kwargs.get("tool_call_id")):
+        with context(kwargs):
             return await arun(*args, **kwargs)
 
+    @functools.wraps(_run)
+    def run_nested(*args: Any, **kwargs: Any) -> Any:
+        with _under_tracer_span():
+            return _run(*args, **kwargs)
+
+    @functools.wraps(_arun)
+    async def arun_nested(*args: Any, **kwargs: Any) -> Any:
+        with _under_tracer_span():
+            return await _arun(*args, **kwargs)
+
     # Instance attributes, set past pydantic's field handling: the class and its fields stay as they were.
-    object.__setattr__(tool, "run", run_with_context)
-    object.__setattr__(tool, "arun", arun_with_context)
-    object.__setattr__(tool, _CONTEXT_MARK, True)
+    replace_attribute(tool, "run", run_with_context)
+    replace_attribute(tool, "arun", arun_with_context)
+    replace_attribute(tool, "_run", run_nested)
+    replace_attribute(tool, "_arun", arun_nested)
+
+
+def _spec(tool: BaseTool) -> Any:
+    for attribute in ("func", "coroutine", "_run", "_arun"):
+        found = spec_of(vars(tool).get(attribute))
+        if found is not None:
+            return found
+    if isinstance(tool, (StructuredTool, Tool)):
+        return spec_of(tool.func) or spec_of(tool.coroutine)
+    return None
+
+
+def _record_refused_input(tool: BaseTool) -> None:
+    """Arguments LangChain's validation refuses (``_parse_input``) are a call the tool never saw."""
+    if was_replaced(tool, "_parse_input"):
+        return
+    parse = tool._parse_input
+
+    @functools.wraps(parse)
+    def parse_input(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return parse(*args, **kwargs)
+        except _REFUSED as exc:
+            spec = _spec(tool)
+            if spec is not None:
+                record_refused(spec, exc, c.OUTCOME_INVALID_ARGUMENT)
+            raise
+
+    replace_attribute(tool, "_parse_input", parse_input)
 
 
 def _instrument_tool(tool: BaseTool, selection: Selection, agent_name: str | None) -> None:
     name = tool.name
     hints = hints_from(tool.metadata) if isinstance(tool.metadata, Mapping) else {}
+    if was_replaced(tool, "run"):  # instrumented before; a named agent may name it now
+        for attribute in ("func", "coroutine", "_run", "_arun"):
+            if spec_of(vars(tool).get(attribute)) is not None:
+                selection.seen.add(name)
+        if agent_name is not None:
+            object.__setattr__(tool, _AGENT, agent_name)
+        return
     if isinstance(tool, (StructuredTool, Tool)):
         if tool.func is not None:
-            tool.func = selection.instrument(name, tool.func, hints)
+            replace_attribute(tool, "func", selection.instrument(name, tool.func, hints))
         if tool.coroutine is not None:
-            tool.coroutine = selection.instrument(name, tool.coroutine, hints)
+            replace_attribute(tool, "coroutine", selection.instrument(name, tool.coroutine, hints))
     else:
         cls = type(tool)
-        object.__setattr__(tool, "_run", selection.instrument(name, tool._run, hints))
+        replace_attribute(tool, "_run", selection.instrument(name, tool._run, hints))
         if cls._arun is not BaseTool._arun:  # the default _arun runs _run in a thread: one span, not two
-            object.__setattr__(tool, "_arun", selection.instrument(name, tool._arun, hints))
-    _with_context(tool, agent_name)
+            replace_attribute(tool, "_arun", selection.instrument(name, tool._arun, hints))
+    replace_attribute(tool, _AGENT, agent_name)
+    _with_context(tool)
+    _record_refused_input(tool)
 
 
 def instrument(
@@ -160,11 +284,20 @@ def instrument(
         agent_name: ``gen_ai.agent.id`` when the run does not name the agent (default: the
             graph's name, when a named graph is given).
 
-    Safe to call again: nothing is instrumented twice.
+    Safe to call again: nothing is instrumented twice, and a named graph given later names the
+    tools instrumented before it.
     """
     found, graph_name = _tools_of(tools)
     selection = Selection("langchain.instrument", choices, defaults=DEFAULT_EXCEPTIONS)
     for tool in found:
         _instrument_tool(tool, selection, agent_name or graph_name)
     selection.check_all_named(t.name for t in found)
+    return tools
+
+
+def uninstrument(tools: T) -> T:
+    """Undo :func:`instrument` on the same target: every tool as it was. Returns ``tools``."""
+    found, _graph_name = _tools_of(tools)
+    for tool in found:
+        restore_attributes(tool)
     return tools
