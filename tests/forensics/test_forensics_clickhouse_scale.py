@@ -227,6 +227,32 @@ def test_peer_tool_spans_are_read_with_the_keys_their_formats_write(chdb_dir: Pa
     assert "llm.token_count.total" not in read[hex_id("llm", 16)] and "other.key" not in read[hex_id("oi-tool", 16)]
 
 
+def test_a_peer_session_of_several_traces_is_read_whole_within_the_padding(chdb_dir: Path, database: str) -> None:
+    """An OpenInference session's run is its session id (as spans.sql names it), so its tool span of
+    another trace, half an hour before the window, comes with the one in it; a tool span of a
+    traceloop trace (no session key in that format) half an hour before does not."""
+    now = (time.time_ns() - HOUR) // 10**9 * 10**9
+    oi = {c.OPENINFERENCE_SPAN_KIND: c.OPENINFERENCE_KIND_TOOL, c.OI_TOOL_NAME: "refund", c.OI_SESSION_ID: "s-9"}
+    tl = {c.TRACELOOP_SPAN_KIND: c.TRACELOOP_KIND_TOOL, c.TRACELOOP_ENTITY_NAME: "charge", c.OI_SESSION_ID: "s-9"}
+    half = HOUR // 2
+    spans = [("agent", [
+        otlp_span_json(hex_id("oi-a", 32), hex_id("oi-early", 16), "", now - half, now - half + 10**6, oi),
+        otlp_span_json(hex_id("oi-b", 32), hex_id("oi-late", 16), "", now, now + 10**6, oi),
+        otlp_span_json(hex_id("tl-a", 32), hex_id("tl-early", 16), "", now - half, now - half + 10**6, tl),
+        otlp_span_json(hex_id("tl-b", 32), hex_id("tl-late", 16), "", now, now + 10**6, tl),
+    ])]
+    client = client_for(chdb_dir)
+    try:
+        create(client, database)
+        insert_rows(client, _rows(spans), database)
+    finally:
+        client.close()
+    since, until = _iso(now - 60 * 10**9), _iso(now + 60 * 10**9)
+    with open_ch(chdb_dir, database, last=None, since=since, until=until) as ch:
+        read = {r[0] for r in ch.connection.execute("SELECT span_id FROM spans").fetchall()}
+    assert read == {hex_id("oi-early", 16), hex_id("oi-late", 16), hex_id("tl-late", 16)}
+
+
 def _sized(now: int, sizes: dict[str, int]) -> list[tuple[str, list[dict[str, Any]]]]:
     """A tool span per entry whose output and input together hold that many bytes."""
     out = []

@@ -17,7 +17,7 @@ from telemetry.exceptions import (
 )
 from telemetry.forensics.clickhouse import Window, attribute_keys, parse_url, spans_select, window
 from telemetry.forensics.clickhouse.client import error_for
-from telemetry.forensics.clickhouse.keys import PEER_KEY_PREFIXES, PEER_KEYS
+from telemetry.forensics.clickhouse.keys import PEER_KEY_PREFIXES, PEER_KEYS, PEER_RUN_KEYS
 from telemetry.forensics.clickhouse.select import (
     IDENTIFIER,
     KIND_SPELLINGS,
@@ -28,6 +28,7 @@ from telemetry.forensics.clickhouse.select import (
     quote_identifier,
 )
 from telemetry.runtime.resources import data_file
+from telemetry.span_formats import FORMATS
 
 W = Window(1_000, 2_000, "svc")
 
@@ -40,13 +41,26 @@ def test_the_keys_read_are_those_spans_sql_types_and_the_peer_keys_and_arrays_ar
     assert keys.arrays == {c.DELEGATION_CONSTRAINTS_CARRIED, c.DELEGATION_CONSTRAINTS_WAIVED,
                            c.DELEGATION_WAIVER_REASONS}
     assert c.GEN_AI_CONVERSATION_ID not in keys.tool_keys and c.TOOL_KIND in keys.tool_keys
-    assert c.OI_TOOL_NAME in keys.tool_keys and c.GEN_AI_TOOL_CALL_RESULT in keys.tool_keys
-    for everywhere in (c.OI_INPUT_VALUE, c.OI_SESSION_ID, c.OPENINFERENCE_SPAN_KIND, c.GEN_AI_OPERATION_NAME,
-                       c.TRACELOOP_ENTITY_NAME, c.LANGFUSE_SESSION_ID, c.MLFLOW_SPAN_INPUTS):
-        assert everywhere in keys.keys and everywhere not in keys.tool_keys, everywhere
-    assert keys.markers[c.OPENINFERENCE_SPAN_KIND] == ("TOOL", "tool", '"TOOL"', '"tool"')
-    assert '"TOOL"' in keys.markers[c.MLFLOW_SPAN_TYPE] and c.OPERATION_EXECUTE_TOOL in keys.markers[c.GEN_AI_OPERATION_NAME]
+    assert c.TOOL_KIND in keys.tool_keys and c.GEN_AI_TOOL_NAME in keys.tool_keys
+    for peer in (c.OI_INPUT_VALUE, c.OI_SESSION_ID, c.OPENINFERENCE_SPAN_KIND, c.GEN_AI_OPERATION_NAME, c.OI_TOOL_NAME,
+                 c.TRACELOOP_ENTITY_NAME, c.LANGFUSE_SESSION_ID, c.MLFLOW_SPAN_INPUTS, c.GEN_AI_TOOL_CALL_RESULT):
+        assert peer in keys.keys and peer not in keys.tool_keys, peer  # a peer's tool span is told by its marker
+    # the markers as telemetry.span_formats reads them: the value, or the value JSON-encoded (MLflow)
+    assert keys.markers == {fmt.marker: (fmt.marker_value, f'"{fmt.marker_value}"') for fmt in FORMATS}
+    assert keys.markers[c.OPENINFERENCE_SPAN_KIND] == ("TOOL", '"TOOL"')
     assert keys.prefixes == (c.OI_LLM_OUTPUT_MESSAGES + ".",)
+
+
+def test_a_peer_tool_span_s_run_is_its_format_s_session_as_in_spans_sql() -> None:
+    """On an OpenInference, Langfuse or MLflow tool span the run is its format's run key, before the
+    conversation id and the trace id (``span_formats``' ``run`` keys; spans.sql reads the same)."""
+    assert [(marker, key) for marker, _, key in PEER_RUN_KEYS] == [
+        (c.OPENINFERENCE_SPAN_KIND, c.OI_SESSION_ID), (c.LANGFUSE_OBSERVATION_TYPE, c.LANGFUSE_SESSION_ID),
+        (c.MLFLOW_SPAN_TYPE, c.MLFLOW_TRACE_REQUEST_ID)]
+    select = spans_select("otel", "otel_traces", W, 11)
+    run = re.search(r"groupUniqArray\((multiIf\(.*?lower\(TraceId\)\))\)", select.sql).group(1)  # type: ignore[union-attr]
+    named = [select.parameters[p] for p in re.findall(r"mapContains\(SpanAttributes, \{(p\d+):String\}\)", run)]
+    assert named == [c.OI_SESSION_ID, c.LANGFUSE_SESSION_ID, c.MLFLOW_TRACE_REQUEST_ID, c.GEN_AI_CONVERSATION_ID]
 
 
 def test_the_keys_other_instrumentations_write_are_fetched() -> None:

@@ -23,7 +23,7 @@ from typing import Any, Optional
 
 from ...exceptions import ClickHouseInputError, ClickHouseSchemaError, ClickHouseTableMissing
 from ..loading import MAX_LINE_BYTES
-from .keys import NOT_TOOL_KEYS, RUN_KEYS, AttributeKeys, attribute_keys
+from .keys import NOT_TOOL_KEYS, PEER_RUN_KEYS, RUN_KEYS, AttributeKeys, attribute_keys
 
 __all__ = [
     "IDENTIFIER",
@@ -188,8 +188,13 @@ def _spelling(column: str, spellings: dict[str, tuple[str, ...]], bind: _Binder)
 
 
 def _run(bind: _Binder) -> str:
-    """The run a span belongs to: the first run key it has, else its trace id."""
+    """The run a span belongs to, as ``spans.sql`` names it: on a peer tool span its format's run
+    key (a session id) when it has one, else the conversation id, else its trace id."""
     branches = []
+    for marker, values, key in PEER_RUN_KEYS:
+        bound = bind(key, "String")
+        branches.append(f"has({bind(list(values), 'Array(String)')}, SpanAttributes[{bind(marker, 'String')}]) "
+                        f"AND mapContains(SpanAttributes, {bound}), SpanAttributes[{bound}]")
     for key in RUN_KEYS:
         bound = bind(key, "String")
         branches.append(f"mapContains(SpanAttributes, {bound}), SpanAttributes[{bound}]")

@@ -100,13 +100,15 @@ typed alike (``otlp_typed``, as the JSON-lines path types its spans) straight fr
 relation names are constants; the values are bound.)"""
 
 _TOOL_SQL = f"""
-SELECT count(*) FILTER (WHERE NOT (list_has_any(attribute_keys, CAST($tool_keys AS VARCHAR[]))
-    OR list_has_any(list_transform(range(1, len(attribute_keys) + 1), lambda i:
-                        attribute_keys[i] || chr(0) || coalesce(attribute_values[i], '')),
-                    CAST($markers AS VARCHAR[]))))
-FROM {SPANS_LOADED}
+SELECT count(*) FROM {SPANS_LOADED}
+WHERE NOT list_has_any(attribute_keys, CAST($tool_keys AS VARCHAR[]))
+  AND NOT list_has_any(list_transform(range(1, len(attribute_keys) + 1), lambda i:
+                           attribute_keys[i] || chr(0) || coalesce(attribute_values[i], '')),
+                       CAST($markers AS VARCHAR[]))
 """
-"""Loaded spans that are not tool spans (the select's rule): read only because they parent one."""
+"""Loaded spans that are not tool spans (the select's rule): read only because they parent one.
+(The markers are looked at only on the spans without a tool key: a filter's second condition runs
+on the rows the first one kept.)"""
 
 
 @dataclass(frozen=True)
