@@ -621,3 +621,11 @@ KIND_SOURCES: Final = (KIND_SOURCE_RECORDED, KIND_SOURCE_INFERRED, KIND_SOURCE_F
                        KIND_SOURCE_FROM_ARGUMENTS, KIND_SOURCE_AMBIGUOUS, KIND_SOURCE_UNDECIDED)
 OI_TOOL_CALL_FUNCTION_NAME: Final = "tool_call.function.name"
 """Beside ``tool_call.id`` in an OpenInference LLM span's output messages: the tool it asks for."""
+
+# --- MCP request _meta: who is calling (read by telemetry.mcp, written by trace_meta) ---------
+MCP_META_TOOL_CALL_ID: Final = "outcome-telemetry/tool_call_id"
+"""The model's tool-call id, in a ``tools/call`` request's ``_meta``: ``gen_ai.tool.call.id`` on the server's span."""
+MCP_META_AGENT_ID: Final = "outcome-telemetry/agent_id"
+"""The calling agent, in a request's ``_meta``: ``gen_ai.agent.id`` on the server's span."""
+MCP_META_CONVERSATION_ID: Final = "outcome-telemetry/conversation_id"
+"""The calling run, in a request's ``_meta``: ``gen_ai.conversation.id`` on the server's span."""

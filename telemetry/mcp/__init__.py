@@ -5,7 +5,9 @@
 - :func:`tool` registers a function as an MCP tool *and* instruments it, in the right order, with
   one set of hints that becomes both the span's ``tool.hint.*`` attributes and the tool's
   ``readOnlyHint``/``destructiveHint``/``idempotentHint`` annotations in ``tools/list``.
-- :func:`instrument_server` instruments every tool already registered on an ``MCPServer``.
+- :func:`instrument_server` instruments every tool already registered on an ``MCPServer`` (and
+  :func:`uninstrument_server` puts them back); each call runs with the caller's agent, run and
+  tool-call id from the request's ``_meta``.
 - :func:`envelope_result` turns a guard's refusal envelope into an ``isError`` result.
 - :func:`trace_meta` puts the current trace context into a request's ``_meta``, for callers that
   do not go through the SDK's own client (which injects it by itself).
@@ -22,7 +24,7 @@ require("mcp", extra="mcp", needed_for="telemetry.mcp")  # fail early, with the 
 from ._hints import annotations_for, hints_from_annotations
 from ._propagation import trace_meta
 from ._results import envelope_result
-from ._server import instrument_server, tool
+from ._server import instrument_server, tool, uninstrument_server
 
 __all__ = [
     "annotations_for",
@@ -31,4 +33,5 @@ __all__ = [
     "instrument_server",
     "tool",
     "trace_meta",
+    "uninstrument_server",
 ]

@@ -12,6 +12,11 @@ The other way round the server registers the bare function and the wrapper is ne
 MCP. :func:`tool` avoids the question (it does both, in order), and :func:`instrument_server`
 finds that mistake in tools already registered, warns, and puts the wrapper in place.
 
+:func:`instrument_server` (and :func:`tool`) also run each call with the caller's identity from
+the request's ``_meta`` (``outcome-telemetry/tool_call_id``, ``/agent_id``, ``/conversation_id``,
+which :func:`telemetry.mcp.trace_meta` writes), record arguments the SDK's validation refuses as
+``invalid_argument``, and :func:`uninstrument_server` puts every tool back as it was.
+
 Our ``execute_tool`` span is started in the current context, so under the SDK's
 ``OpenTelemetryMiddleware`` it nests as an INTERNAL child of the ``tools/call {name}`` SERVER
 span: the SDK's span keeps the protocol (request id, argument validation, result serialization),
@@ -28,11 +33,15 @@ from typing import Any, TypeVar, cast
 
 from mcp.server.mcpserver import MCPServer
 from mcp_types import Icon, ToolAnnotations
+from pydantic import ValidationError
 
-from ..instrument import SPEC_ATTRIBUTE, instrument_with
+from .. import conventions as c
 from ..exceptions import ConfigurationError
-from ..instrument import ToolOptions, ToolSpec
+from ..instrument import SPEC_ATTRIBUTE, ToolOptions, ToolSpec, framework_context, instrument_with
+from ..integrations.plumbing import passed_through, record_refused, replace_attribute, restore_attributes, was_replaced
 from ._hints import annotations_for, check_consistent, merge_hints
+
+_HINT_OPTIONS = ("kind", "read_only", "destructive", "idempotent")
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -95,6 +104,9 @@ def tool(
             meta=meta,
             structured_output=structured_output,
         )
+        record = _record_named(mcp_server, tool_name)
+        if record is not None:
+            _with_request_context(record)
         return cast(F, wrapper)
 
     return decorate
@@ -110,6 +122,54 @@ def _registered_tools(server: MCPServer) -> list[Any]:
             "reach its tools; register them with telemetry.mcp.tool(server, ...) instead"
         )
     return list(list_tools())
+
+
+def _record_named(server: MCPServer, name: str) -> Any:
+    for record in _registered_tools(server):
+        if record.name == name:
+            return record
+    return None
+
+
+def _text(value: Any) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
+def _caller(context: Any) -> tuple[str | None, str | None, str | None]:
+    """(agent, conversation, tool call id) from the ``tools/call`` request's ``_meta``."""
+    try:
+        meta = context.request_context.meta
+    except Exception:  # a call without a request (a test calling record.run directly)
+        return None, None, None
+    if not isinstance(meta, Mapping):
+        return None, None, None
+    return (_text(meta.get(c.MCP_META_AGENT_ID)), _text(meta.get(c.MCP_META_CONVERSATION_ID)),
+            _text(meta.get(c.MCP_META_TOOL_CALL_ID)))
+
+
+def _with_request_context(record: Any) -> None:
+    """Run the tool record with the caller's identity; record arguments its validation refuses.
+
+    ``Tool.run`` validates the arguments, then calls the function: the wrapper opens
+    :func:`telemetry.instrument.framework_context` around both, and a ``ToolError`` caused by a
+    ``ValidationError`` that never reached the function is a refused call (``invalid_argument``).
+    """
+    if was_replaced(record, "run"):
+        return
+    run = record.run
+
+    async def run_with_context(arguments: dict[str, Any], context: Any, *args: Any, **kwargs: Any) -> Any:
+        with framework_context(*_caller(context)):
+            try:
+                return await run(arguments, context, *args, **kwargs)
+            except Exception as exc:
+                spec = getattr(record.fn, SPEC_ATTRIBUTE, None)
+                if (isinstance(spec, ToolSpec) and isinstance(exc.__cause__, ValidationError)
+                        and not passed_through(exc.__cause__, record.fn)):
+                    record_refused(spec, exc, c.OUTCOME_INVALID_ARGUMENT)
+                raise
+
+    replace_attribute(record, "run", run_with_context)
 
 
 def _stray_wrapper(fn: Any) -> Callable[..., Any] | None:
@@ -156,8 +216,10 @@ def instrument_server(server: MCPServer, options: Mapping[str, Mapping[str, Any]
 
     ``options`` maps a tool name to :func:`telemetry.instrument_tool` options for it (``kind``,
     hints, ``readback``, ``outcome``, ``outcomes``, ``record_arguments``). Hints missing there
-    are read from the tool's MCP annotations; the decided hints are written back into them, so
-    ``tools/list`` and the spans agree. Input and output schemas are untouched.
+    are read from the tool's MCP annotations. A tool's annotations in ``tools/list`` change only
+    when the user stated hints: a ``kind`` or hint in ``options``, or ``@instrument_tool``
+    stacked under ``@server.tool()``; those decided hints are written into them, so ``tools/list``
+    and the spans agree. Input and output schemas are untouched.
 
     Tools already stacked under ``@instrument_tool`` are kept (never wrapped twice); their
     annotations are checked against their hints. A tool registered *before* it was instrumented
@@ -190,17 +252,22 @@ def instrument_server(server: MCPServer, options: Mapping[str, Mapping[str, Any]
                     f"instrument_server: tool {record.name!r} is already instrumented by @instrument_tool "
                     f"(above @server.tool()); swap the decorators and give its options there"
                 )
-            record.fn = stray
+            replace_attribute(record, "fn", stray)
             spec = getattr(stray, SPEC_ATTRIBUTE)
+            publish = True
         elif spec is None:
-            record.fn = _instrument_bare(record, options.get(record.name, {}))
+            replace_attribute(record, "fn", _instrument_bare(record, options.get(record.name, {})))
             spec = getattr(record.fn, SPEC_ATTRIBUTE)
             wrapped.append(record.name)
+            # What clients see changes only for hints the user gave here; else they stay as registered.
+            publish = any(options.get(record.name, {}).get(o) is not None for o in _HINT_OPTIONS)
         elif record.name in options:
             raise ConfigurationError(
                 f"instrument_server: tool {record.name!r} is already instrumented by @instrument_tool; "
                 f"give its options there instead of in instrument_server(options=...)"
             )
+        else:
+            publish = True  # stacked under @instrument_tool: its hints are the user's, published
         assert spec is not None
         if spec.name != record.name:
             raise ConfigurationError(
@@ -208,5 +275,20 @@ def instrument_server(server: MCPServer, options: Mapping[str, Mapping[str, Any]
                 f"match the name clients call; pass name={record.name!r} to instrument_tool"
             )
         check_consistent(record.name, spec, record.annotations)
-        record.annotations = annotations_for(spec, record.annotations)
+        if publish:
+            annotations = annotations_for(spec, record.annotations)
+            if annotations != record.annotations:
+                replace_attribute(record, "annotations", annotations)
+        _with_request_context(record)
     return wrapped
+
+
+def uninstrument_server(server: MCPServer) -> list[str]:
+    """Undo :func:`instrument_server`: each tool's function, annotations and invocation as registered.
+
+    Tools registered with :func:`tool` or stacked under ``@instrument_tool`` keep their own
+    instrumentation (it is part of their definition); what ``instrument_server`` changed goes.
+    Returns the names of the tools it put back.
+    """
+    mcp_server = _require_server(server, "telemetry.mcp.uninstrument_server")
+    return [record.name for record in _registered_tools(mcp_server) if restore_attributes(record)]
