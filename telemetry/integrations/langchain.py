@@ -61,16 +61,8 @@ from typing_extensions import Unpack
 from .. import conventions as c
 from ..exceptions import ConfigurationError
 from ..instrument import framework_context
-from ._common import (
-    Choices,
-    Selection,
-    hints_from,
-    record_refused,
-    replace_attribute,
-    restore_attributes,
-    spec_of,
-    was_replaced,
-)
+from ._common import Choices, Selection, hints_from
+from .plumbing import record_refused, replace_attribute, restore_attributes, spec_of, was_replaced
 
 __all__ = ["DEFAULT_EXCEPTIONS", "instrument", "uninstrument"]
 

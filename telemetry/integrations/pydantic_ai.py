@@ -64,16 +64,8 @@ from .. import conventions as c
 from ..exceptions import ConfigurationError
 from ..instrument import framework_context
 from ..runtime import containment as _safe
-from ._common import (
-    Choices,
-    Selection,
-    hints_from,
-    passed_through,
-    record_refused,
-    replace_attribute,
-    restore_attributes,
-    spec_of,
-)
+from ._common import Choices, Selection, hints_from
+from .plumbing import passed_through, record_refused, replace_attribute, restore_attributes, spec_of
 
 __all__ = ["DEFAULT_EXCEPTIONS", "instrument", "uninstrument"]
 
