@@ -1,34 +1,57 @@
 """Benchmark: forensics from ClickHouse ``otel_traces`` versus from the same spans as JSON lines.
 
-    python benchmarks/bench_clickhouse.py --spans 1000000
+    python benchmarks/bench_clickhouse.py --spans 200000 1000000     # the default; --table-rows 0 skips the big table
 
-Generates the forensics benchmark's crew spans (recent times), loads them into the Collector
-clickhouseexporter's table in a chDB data directory, then runs the whole report three ways, each
-in a fresh process: from JSON lines (what a team would do instead: export to files first, not
-counting the export), from ClickHouse with chDB in process, and over HTTP through
+For each span count: generates the forensics benchmark's crew spans (recent times), loads them
+into the Collector clickhouseexporter's table in a chDB data directory, then runs the whole report
+three ways, each in a fresh process: from JSON lines (what a team would do instead: export to
+files first, not counting the export), from ClickHouse with chDB in process, and over HTTP through
 clickhouse-connect from a loopback server that answers from chDB in another process (so the
-client's peak RSS is the client's alone). Prints a table; writes ``bench-output/clickhouse.json``.
+client's peak RSS is the client's alone, and the server's own CPU and the rows it read are
+measured apart). Beside them: the generated SELECT alone in process, and the granules its main
+read selects (``EXPLAIN indexes = 1``). Every ClickHouse read names the same window, the one the
+spans lie in.
+
+Then the largest span set is copied into the same table, shifted six hours at a time into the past
+as other runs, until the table holds ``--table-rows`` rows (ten times the spans by default: 10M
+for 1M), and the same window is read again: what a window of a big table costs against the same
+spans alone in a table.
+
+Prints a table per size and writes ``bench-output/clickhouse.json`` (the largest size's steps at the
+top level, every size under ``sizes``, the table-scale read under ``table_scale``).
+Targets (issue 30): at 1M spans each ClickHouse report at most 0.6x the JSON-lines report's wall
+time; the 1M-span window of a 10M-row table at most 1.3x the same spans alone.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import importlib.util
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE.parent), str(HERE), str(HERE.parent / "tests" / "forensics")]
 
-from bench_forensics import _measure, generate  # noqa: E402
 from telemetry.forensics import open_clickhouse, open_traces  # noqa: E402
+from telemetry.forensics.clickhouse.window import iso  # noqa: E402
+
+from bench_forensics import _measure, generate  # noqa: E402
+
+SPAN_NS = 1_000_000
+"""The generator starts a span every millisecond."""
+SHIFT_HOURS = 6
+"""How far apart the copies of the span set lie in the big table (more than the run padding; less
+when there are more than nine copies, so that all of them stay inside the exporter's 3-day TTL)."""
 
 _EXPORT = """
 COPY (
@@ -57,36 +80,191 @@ client.command("INSERT INTO otel.otel_traces (Timestamp, TraceId, SpanId, Parent
                "SELECT fromUnixTimestamp64Nano(ts), TraceId, SpanId, ParentSpanId, SpanName, SpanKind, ServiceName, "
                "ScopeName, ScopeVersion, SpanAttributes, Duration, StatusCode, StatusMessage "
                "FROM file('{parquet}', Parquet)")
+client.command("OPTIMIZE TABLE otel.otel_traces FINAL")
+print(client.query("SELECT count() FROM otel.otel_traces").result_rows[0][0])
+"""
+
+_GROW = """
+import sys
+sys.path[:0] = {paths!r}
+import clickhouse_connect
+client = clickhouse_connect.get_client(dsn="chdb://{engine}")
+columns = ("Timestamp, TraceId, SpanId, ParentSpanId, TraceState, SpanName, SpanKind, ServiceName, "
+           "ResourceAttributes, ScopeName, ScopeVersion, SpanAttributes, Duration, StatusCode, StatusMessage")
+for copy in range(1, {copies} + 1):
+    client.command(
+        f"INSERT INTO otel.otel_traces ({{columns}}) SELECT Timestamp - toIntervalHour({shift} * {{copy}}), "
+        f"concat(leftPad(hex({{copy}}), 4, '0'), substring(TraceId, 5)), SpanId, ParentSpanId, TraceState, SpanName, "
+        f"SpanKind, ServiceName, ResourceAttributes, ScopeName, ScopeVersion, "
+        f"mapUpdate(SpanAttributes, map('gen_ai.conversation.id', concat(SpanAttributes['gen_ai.conversation.id'], "
+        f"'-copy{{copy}}'))), Duration, StatusCode, StatusMessage "
+        f"FROM otel.otel_traces WHERE Timestamp >= fromUnixTimestamp64Nano({since}) "
+        f"AND Timestamp < fromUnixTimestamp64Nano({until})")
 print(client.query("SELECT count() FROM otel.otel_traces").result_rows[0][0])
 """
 
 _SERVE = """
-import sys, time
+import json, sys
 sys.path[:0] = {paths!r}
 from chdb_http import ChdbHttpServer, session_for
 session = session_for("{engine}")
 with ChdbHttpServer(session, "reader", "bench") as server:
     print(server.port, flush=True)
     sys.stdin.read()
+    spans = [r for r in server.requests if "mapFilter" in r["sql"] and "seconds" in r]
+    print(json.dumps({{k: spans[-1][k] for k in ("seconds", "cpu_seconds", "read_rows", "read_bytes")}} if spans else {{}}),
+          flush=True)
+session.close()
+"""
+
+_SELECT_ALONE = """
+import sys, time
+sys.path[:0] = {paths!r}
+import chdb.session
+from clickhouse_connect.driver.binding import bind_query
+from telemetry.forensics.clickhouse.select import Window, spans_select
+select = spans_select("otel", "otel_traces", Window({since}, {until}), 10**9)
+query, bound = bind_query(select.sql, select.parameters)
+params = {{name.removeprefix("param_"): value for name, value in bound.items()}}
+session = chdb.session.Session("{engine}")
+plan = session.query("EXPLAIN indexes = 1 " + query, "TSVRaw", params=params).bytes().decode()
+started, cpu = time.perf_counter(), time.process_time()
+result = session.query(query, "{fmt}", params=params)
+print(time.perf_counter() - started, time.process_time() - cpu, result.storage_rows_read(), flush=True)
+print(plan, flush=True)
 session.close()
 """
 
 
-def _report_clickhouse(url: str) -> dict[str, Any]:
-    with open_clickhouse(url, last="2d", max_spans=50_000_000) as traces:
-        findings = sum(s.count for s in traces.report().sections)
-        return {"findings": findings, "spans": traces.load_report.spans, "load_s": round(traces.load_report.seconds, 3)}
+def _digest(traces: Any) -> str:
+    """The report's answers (each question's row count and examples), as one hash."""
+    sections = [(s.question.name, s.count, s.examples) for s in traces.report().sections]
+    return hashlib.sha256(json.dumps(sections, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+def _report_clickhouse(url: str, since: str, until: str) -> dict[str, Any]:
+    with open_clickhouse(url, since=since, until=until, max_spans=50_000_000) as traces:
+        return {"answers": _digest(traces), "spans": traces.load_report.spans,
+                "load_s": round(traces.load_report.seconds, 3)}
 
 
 def _report_files(path: Path) -> dict[str, Any]:
     with open_traces([path]) as traces:
-        findings = sum(s.count for s in traces.report().sections)
-        return {"findings": findings, "spans": traces.load_report.spans, "load_s": round(traces.load_report.seconds, 3)}
+        return {"answers": _digest(traces), "spans": traces.load_report.spans,
+                "load_s": round(traces.load_report.seconds, 3)}
+
+
+def _run(code: str) -> str:
+    return subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout
+
+
+def _select_alone(paths: list[str], engine: Path, since_ns: int, until_ns: int) -> dict[str, Any]:
+    """The generated SELECT alone in a fresh process (no output), and what its main read selects."""
+    out = _run(_SELECT_ALONE.format(paths=paths, engine=engine, since=since_ns, until=until_ns, fmt="Null"))
+    first, plan = out.split("\n", 1)
+    seconds, cpu, rows = first.split()
+    granules = re.search(r"Parts: \d+ \| Granules: (\d+)", plan)
+    total = re.search(r"Granules: \d+/(\d+)", plan)
+    return {"step": "SELECT alone, in process", "seconds": round(float(seconds), 3),
+            "cpu_seconds": round(float(cpu), 3), "rows_read": int(rows),
+            "granules": int(granules.group(1)) if granules else None, "granules_total": int(total.group(1)) if total else None}
+
+
+def _over_http(paths: list[str], engine: Path, label: str, since: str, until: str) -> dict[str, Any]:
+    """The report over HTTP from a loopback server in another process, with the server's own cost."""
+    server = subprocess.Popen([sys.executable, "-c", _SERVE.format(paths=paths, engine=engine)],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert server.stdout is not None and server.stdin is not None
+        port = int(server.stdout.readline())
+        os.environ["CLICKHOUSE_PASSWORD"] = "bench"
+        step = _measure(label, lambda: _report_clickhouse(f"http://reader@127.0.0.1:{port}/otel", since, until))
+        server.stdin.close()
+        step["server"] = json.loads(server.stdout.readline() or "{}")
+    finally:
+        server.wait(timeout=120)
+    return step
+
+
+def _size(n: int, work: Path, paths: list[str], rounds: int) -> dict[str, Any]:
+    """Every step at ``n`` spans (the best of ``rounds`` alternating rounds for each report)."""
+    source, parquet, engine = work / f"traces-{n}.jsonl", work / f"spans-{n}.parquet", work / f"engine-{n}"
+    t0 = time.time_ns() - 3600 * 10**9
+    print(f"generating {n:,} spans", file=sys.stderr, flush=True)
+    generate(source, n, t0=t0)
+    with open_traces([source]) as traces:
+        traces.connection.execute(_EXPORT.format(target=parquet)).fetchall()
+    loaded = int(_run(_LOAD.format(paths=paths, engine=engine, parquet=parquet)).strip().splitlines()[-1])
+    print(f"  loaded {loaded:,} rows into otel.otel_traces", file=sys.stderr, flush=True)
+    since_ns, until_ns = t0 - 10**9, t0 + n * SPAN_NS + 10**9
+    since, until = iso(since_ns), iso(until_ns)
+    reports: dict[str, list[dict[str, Any]]] = {}
+    for _ in range(rounds):
+        measured: list[tuple[str, Callable[[], dict[str, Any]]]] = [
+            ("report from JSON lines", lambda: _measure("report from JSON lines", lambda: _report_files(source))),
+            ("report from chDB in process", lambda: _measure(
+                "report from chDB in process", lambda: _report_clickhouse(f"chdb://{engine}", since, until))),
+            ("report over HTTP", lambda: _over_http(paths, engine, "report over HTTP", since, until)),
+        ]
+        for label, measure in measured:
+            reports.setdefault(label, []).append(measure())
+    steps = [min(runs, key=lambda s: s["seconds"]) for runs in reports.values()]
+    steps.append(_select_alone(paths, engine, since_ns, until_ns))
+    base = steps[0]
+    for step in steps:
+        step["ratio_to_json_lines"] = round(step["seconds"] / base["seconds"], 3) if base["seconds"] else None
+        step["cpu_ratio_to_json_lines"] = (round(step["cpu_seconds"] / base["cpu_seconds"], 3)
+                                           if base["cpu_seconds"] else None)
+    answers = {(s["result"]["answers"], s["result"]["spans"]) for s in steps if "result" in s}
+    return {"spans": n, "engine": str(engine), "since_ns": since_ns, "until_ns": until_ns, "steps": steps,
+            "same_answers": len(answers) == 1}
+
+
+def _table_scale(size: dict[str, Any], rows: int, paths: list[str]) -> dict[str, Any]:
+    """The largest size's window again, once the table holds ``rows`` rows (copies of its runs)."""
+    n, engine = size["spans"], Path(size["engine"])
+    copies = max(0, -(-rows // n) - 1)
+    print(f"copying the {n:,} spans {copies} times into the table", file=sys.stderr, flush=True)
+    shift = max(2, min(SHIFT_HOURS, 60 // max(copies, 1)))
+    total = int(_run(_GROW.format(paths=paths, engine=engine, copies=copies, shift=shift,
+                                  since=size["since_ns"], until=size["until_ns"])).strip().splitlines()[-1])
+    print(f"  the table holds {total:,} rows", file=sys.stderr, flush=True)
+    since, until = iso(size["since_ns"]), iso(size["until_ns"])
+    alone = {s["step"]: s for s in size["steps"]}
+    alone_select = _select_alone(paths, engine, size["since_ns"], size["until_ns"])
+    alone_select["step"] = "SELECT alone, in process, big table"
+    steps = [_measure("report from chDB in process, big table",
+                      lambda: _report_clickhouse(f"chdb://{engine}", since, until)),
+             _over_http(paths, engine, "report over HTTP, big table", since, until), alone_select]
+    for step, same in zip(steps, ("report from chDB in process", "report over HTTP", "SELECT alone, in process")):
+        step["ratio_to_the_spans_alone"] = round(step["seconds"] / alone[same]["seconds"], 3)
+    same_answers = all(s["result"]["answers"] == alone["report from JSON lines"]["result"]["answers"]
+                       for s in steps if "result" in s)
+    return {"rows": total, "window_spans": n, "steps": steps, "same_answers": same_answers}
+
+
+def _print(size: dict[str, Any]) -> None:
+    print(f"\n{size['spans']:,} spans")
+    print(f"{'step':<36}{'seconds':>9}{'CPU s':>8}{'x JSON':>8}{'CPU x':>7}{'server CPU s':>13}{'rows read':>12}"
+          f"{'granules':>12}{'max RSS MB':>12}")
+    for s in size["steps"]:
+        server = s.get("server", {})
+        granules = f"{s['granules']}/{s['granules_total']}" if s.get("granules") is not None else ""
+        rows = s.get("rows_read", server.get("read_rows", ""))
+        print(f"{s['step']:<36}{s['seconds']:>9.2f}{s['cpu_seconds']:>8.2f}{s['ratio_to_json_lines']:>8.2f}"
+              f"{s['cpu_ratio_to_json_lines']:>7.2f}{server.get('cpu_seconds', 0):>13.2f}{rows!s:>12}{granules:>12}"
+              f"{s.get('process_max_rss_mb', 0):>12.1f}")
+    print("same answers on every path:", size["same_answers"])
 
 
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--spans", type=int, default=1_000_000, help="spans to generate (default 1,000,000)")
+    parser.add_argument("--spans", type=int, nargs="+", default=[200_000, 1_000_000],
+                        help="span counts to measure (default 200,000 and 1,000,000)")
+    parser.add_argument("--table-rows", type=int, default=None,
+                        help="grow the table to this many rows and read the largest window again (default ten "
+                             "times the largest span count; 0: skip)")
+    parser.add_argument("--rounds", type=int, default=1, help="alternating rounds of the reports (the best counts)")
     parser.add_argument("--output", type=Path, default=Path("bench-output/clickhouse.json"))
     args = parser.parse_args(argv)
     # Only looked up, not imported: chDB must start in the measured (forked) process, not before the fork.
@@ -95,45 +273,30 @@ def main(argv: list[str]) -> int:
         return 1
     work = Path(tempfile.mkdtemp(prefix="bench-clickhouse-"))
     paths = [str(HERE.parent), str(HERE.parent / "tests" / "forensics")]
+    load = [round(x, 2) for x in os.getloadavg()]
     try:
-        source, parquet, engine = work / "traces.jsonl", work / "spans.parquet", work / "engine"
-        t0 = time.time_ns() - 3600 * 10**9
-        print(f"generating {args.spans:,} spans", file=sys.stderr, flush=True)
-        generate(source, args.spans, t0=t0)
-        with open_traces([source]) as traces:
-            traces.connection.execute(_EXPORT.format(target=parquet)).fetchall()
-        loaded = subprocess.run([sys.executable, "-c", _LOAD.format(paths=paths, engine=engine, parquet=parquet)],
-                                check=True, capture_output=True, text=True).stdout.strip().splitlines()[-1]
-        print(f"  loaded {int(loaded):,} rows into otel.otel_traces", file=sys.stderr, flush=True)
-        steps = [_measure("report from JSON lines", lambda: _report_files(source)),
-                 _measure("report from chDB in process", lambda: _report_clickhouse(f"chdb://{engine}"))]
-        server = subprocess.Popen([sys.executable, "-c", _SERVE.format(paths=paths, engine=engine)],
-                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-        try:
-            assert server.stdout is not None
-            port = int(server.stdout.readline())
-            os.environ["CLICKHOUSE_PASSWORD"] = "bench"
-            steps.append(_measure("report over HTTP", lambda: _report_clickhouse(f"http://reader@127.0.0.1:{port}/otel")))
-        finally:
-            assert server.stdin is not None
-            server.stdin.close()
-            server.wait(timeout=60)
+        sizes = [_size(n, work, paths, args.rounds) for n in sorted(args.spans)]
+        for size in sizes:
+            _print(size)
+        rows = 10 * sizes[-1]["spans"] if args.table_rows is None else args.table_rows
+        scale = _table_scale(sizes[-1], rows, paths) if rows > sizes[-1]["spans"] else None
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    base = steps[0]["seconds"]
-    for step in steps:
-        step["ratio_to_json_lines"] = round(step["seconds"] / base, 3) if base else None
-        step["seconds_per_million_spans"] = round(step["seconds"] / (args.spans / 1e6), 3)
-    same = len({(s["result"]["findings"], s["result"]["spans"]) for s in steps}) == 1
-    result = {"spans": args.spans, "cpus": os.cpu_count(), "steps": steps, "same_answers": same}
-    print(f"\n{'step':<30}{'seconds':>9}{'CPU s':>8}{'load s':>8}{'x JSON':>8}{'py peak MB':>11}{'max RSS MB':>12}")
-    for s in steps:
-        print(f"{s['step']:<30}{s['seconds']:>9.2f}{s.get('cpu_seconds', 0):>8.2f}{s['result']['load_s']:>8.2f}"
-              f"{s['ratio_to_json_lines']:>8.2f}{s['python_peak_mb'] or 0:>11.1f}{s['process_max_rss_mb']:>12.1f}")
-    print("same findings and spans on every path:", same)
+    if scale:
+        print(f"\nthe {scale['window_spans']:,}-span window of a {scale['rows']:,}-row table, against the same spans alone")
+        for s in scale["steps"]:
+            print(f"{s['step']:<44}{s['seconds']:>9.2f} s{s['cpu_seconds']:>8.2f} CPU s"
+                  f"{s['ratio_to_the_spans_alone']:>8.2f}x  rows read {s.get('rows_read', s.get('server', {}).get('read_rows'))}"
+                  + (f", granules {s['granules']}/{s['granules_total']}" if s.get("granules") is not None else ""))
+        print("same answers as the spans alone:", scale["same_answers"])
+    largest = sizes[-1]
+    result = {"spans": largest["spans"], "cpus": os.cpu_count(), "load_average_at_start": load,
+              "load_average_at_end": [round(x, 2) for x in os.getloadavg()], "steps": largest["steps"],
+              "same_answers": all(s["same_answers"] for s in sizes) and (scale is None or scale["same_answers"]),
+              "sizes": {str(s["spans"]): s["steps"] for s in sizes}, "table_scale": scale}
     args.output.parent.mkdir(parents=True, exist_ok=True)
     args.output.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
-    return 0 if same else 1
+    return 0 if result["same_answers"] else 1
 
 
 if __name__ == "__main__":
