@@ -14,6 +14,12 @@ the tool runs, from CrewAI's event scope (the context the framework keeps for it
   ``lite_agent_execution_started`` for ``Agent.kickoff``);
 - ``gen_ai.agent.id``: the agent's ``role``, for tools reached through a crew or an agent.
 
+Delegation is a tool call too: the ``delegate_work_to_coworker`` and ``ask_question_to_coworker``
+tools CrewAI adds at kickoff to an agent with ``allow_delegation=True`` are instrumented as they
+are made, as kind ``delegate``, with the coworker asked on the span (``tool.argument.coworker``);
+the coworker's own tool calls inside carry the coworker's role and their own ids.
+:func:`uninstrument` puts every tool and agent back.
+
 An id CrewAI does not expose (another version, a tool called outside a run) is simply absent;
 telemetry never raises into the crew. What the user set with ``telemetry.agent()`` or
 ``telemetry.tool_call_id()`` wins (:func:`telemetry.instrument.framework_context`). A tool object
@@ -37,9 +43,10 @@ from typing_extensions import Unpack
 
 from .. import conventions as c
 from ..exceptions import ConfigurationError
-from ..instrument import framework_context
+from ..instrument import framework_context, instrument_with
 from ..runtime import containment as _safe
 from ._common import Choices, Selection
+from .plumbing import replace_attribute, restore_attributes, was_replaced
 
 try:
     from crewai.events import event_context as _crewai_events
@@ -50,7 +57,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
         "telemetry.integrations.crewai needs CrewAI: pip install -e '/path/to/outcome-telemetry[crewai]'"
     ) from exc
 
-__all__ = ["DEFAULT_EXCEPTIONS", "instrument"]
+__all__ = ["DELEGATION_TOOLS", "DEFAULT_EXCEPTIONS", "instrument", "uninstrument"]
 
 T = TypeVar("T")
 
@@ -61,6 +68,9 @@ _CALL_SCOPE = "tool_usage_started"
 _RUN_SCOPES = ("crew_kickoff_started", "flow_started", "lite_agent_execution_started")
 _WHERE = "crewai.instrument"
 _SCOPED = "__outcome_telemetry_crewai__"
+DELEGATION_TOOLS = ("delegate_work_to_coworker", "ask_question_to_coworker")
+"""The names CrewAI's delegation tools are called by (recorded as kind ``delegate``)."""
+_COWORKER = "coworker"
 
 
 def instrument(
@@ -89,8 +99,61 @@ def instrument(
         name = sanitize_tool_name(tool.name)
         names.append(name)
         _instrument_tool(tool, name, selection, role or agent_name)
+    for agent in _agents_of(target):
+        _instrument_delegation(agent, selection)
+        names.extend(DELEGATION_TOOLS)
     selection.check_all_named(names)
     return target
+
+
+def uninstrument(target: T) -> T:
+    """Undo :func:`instrument` on the same target: tools and agents as they were. Returns ``target``."""
+    for tool, _role in _tools_of(target):
+        restore_attributes(tool)
+    for agent in _agents_of(target):
+        restore_attributes(agent)
+    return target
+
+
+def _agents_of(target: Any) -> list[Any]:
+    """The agents of a crew, or the agent itself (whose delegation tools CrewAI makes at kickoff)."""
+    if hasattr(target, "agents") and hasattr(target, "tasks"):
+        agents = list(target.agents or ())
+        agents += [t.agent for t in target.tasks or () if getattr(t, "agent", None) is not None]
+    elif hasattr(target, "role") and hasattr(target, "tools"):
+        agents = [target]
+    else:
+        return []
+    unique: list[Any] = []
+    for agent in agents:
+        if not any(a is agent for a in unique) and callable(getattr(agent, "get_delegation_tools", None)):
+            unique.append(agent)
+    return unique
+
+
+def _instrument_delegation(agent: Any, selection: Selection) -> None:
+    """Instrument the delegation tools ``agent.get_delegation_tools`` makes, each time it makes them."""
+    if was_replaced(agent, "get_delegation_tools"):
+        return
+    make = agent.get_delegation_tools
+    role = agent.role if isinstance(getattr(agent, "role", None), str) and agent.role else None
+
+    @functools.wraps(make)
+    def get_delegation_tools(*args: Any, **kwargs: Any) -> Any:
+        tools = make(*args, **kwargs)
+        try:
+            for tool in tools:
+                name = sanitize_tool_name(tool.name)
+                if getattr(getattr(tool, "_run", None), _SCOPED, False):
+                    continue
+                options = selection.options(name, kind=c.KIND_DELEGATE).replace(record_arguments=(_COWORKER,))
+                wrapped = instrument_with(tool._run, options)
+                replace_attribute(tool, "_run", _in_crewai_scope(wrapped, role))
+        except Exception as exc:  # the delegation still happens, unrecorded
+            _safe.report(c.STAGE_SPAN, "instrumenting CrewAI's delegation tools", exc)
+        return tools
+
+    replace_attribute(agent, "get_delegation_tools", get_delegation_tools)
 
 
 def _tools_of(target: Any) -> Iterator[tuple[Any, str | None]]:
@@ -132,7 +195,7 @@ def _wrap(tool: Any, attribute: str, func: Any, name: str, selection: Selection,
         selection.instrument(name, func)  # counted as seen; left as it is
         return
     # Set past pydantic's field handling: the tool's class and fields stay as they were.
-    object.__setattr__(tool, attribute, _in_crewai_scope(selection.instrument(name, func), role))
+    replace_attribute(tool, attribute, _in_crewai_scope(selection.instrument(name, func), role))
 
 
 def _scope_ids() -> tuple[str | None, str | None]:
