@@ -10,6 +10,8 @@ programming error) is returned unchanged, to surface as the bug it is.
 
 from __future__ import annotations
 
+import re
+
 from .store import StoreBusy, StoreDisconnected, StoreUnavailable
 
 RETRY_AFTER_SECONDS = 1.0
@@ -94,6 +96,45 @@ def unreachable(path: str, cause: BaseException, connect_timeout: float) -> Stor
     )
 
 
+# What refused a connection, read from libpq's message: a login the server refuses carries no
+# SQLSTATE on the client (there is no result to hold one), so the server's FATAL text (and
+# libpq's own, for what never reached a server) is matched, and each is named with the SQLSTATE
+# the server logs for it. A server configured with lc_messages other than English falls through
+# to the generic message, which still quotes the server's words.
+_CONNECT_FAILURES: tuple[tuple[re.Pattern[str], str, str | None, str], ...] = (
+    (re.compile(r'role "([^"]*)" does not exist'), "permission", "28000",
+     "has no role {0!r}: create it (CREATE ROLE ... LOGIN) or correct the user in the DSN"),
+    (re.compile(r'database "([^"]*)" does not exist'), "cannot_open", "3D000",
+     "has no database {0!r}: create it (CREATE DATABASE) or correct the database in the DSN"),
+    (re.compile(r'password authentication failed for user "([^"]*)"'), "permission", "28P01",
+     "refused the password of user {0!r}: check the password (the DSN, PGPASSWORD or ~/.pgpass)"),
+    (re.compile(r"no pg_hba\.conf entry"), "permission", "28000",
+     "does not let this host, user and database in (no pg_hba.conf entry): add one on the server"),
+    (re.compile(r'role "([^"]*)" is not permitted to log in'), "permission", "28000",
+     "does not let role {0!r} log in: ALTER ROLE ... LOGIN"),
+    (re.compile(r"too many (?:connections|clients)"), "cannot_connect", "53300",
+     "has no free connection slot (max_connections): close idle sessions or raise the limit"),
+    (re.compile(r"the database system is (?:starting up|in recovery mode|shutting down)"), "cannot_connect", "57P03",
+     "is starting up or shutting down: retry once it accepts connections"),
+    (re.compile(r"Connection refused"), "cannot_connect", None,
+     "refused the connection (nothing listens at that address and port): check the port and that the server runs"),
+    (re.compile(r"failed to resolve host|could not translate host name|Name or service not known"),
+     "cannot_connect", None, "has a host name that does not resolve: check the host in the DSN"),
+    (re.compile(r"SSL"), "cannot_connect", None,
+     "could not agree on SSL with this client: check sslmode in the DSN against the server's ssl setting"),
+)
+
+
+def connect_failure(exc: BaseException) -> tuple[str, str | None, str] | None:
+    """``(reason, SQLSTATE or None, what is wrong)`` for a failed connection libpq named, or None."""
+    text = str(exc)
+    for pattern, reason, code, what in _CONNECT_FAILURES:
+        found = pattern.search(text)
+        if found:
+            return reason, code, what.format(*found.groups())
+    return None
+
+
 def cannot_connect(path: str, exc: BaseException, connect_timeout: float) -> StoreUnavailable:
     """The construction-time error for a server that refused or did not answer the first connection."""
     code = sqlstate(exc)
@@ -102,6 +143,11 @@ def cannot_connect(path: str, exc: BaseException, connect_timeout: float) -> Sto
     if known is not None:
         reason, what = known
         return StoreUnavailable(path, reason, f"the guard store {path} {what} (SQLSTATE {code}: {first})")
+    named = connect_failure(exc)
+    if named is not None:
+        reason, code, what = named
+        where = f"SQLSTATE {code}: {first}" if code else first
+        return StoreUnavailable(path, reason, f"the guard store {path} {what} ({where})")
     return StoreUnavailable(
         path,
         "cannot_connect",

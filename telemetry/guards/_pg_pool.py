@@ -7,15 +7,34 @@ trip than this does (its worker and scheduler
 threads are what a store does not need: connections open on demand, in the caller's thread,
 within ``connect_timeout``). A connection that comes back closed, broken or inside a
 transaction is closed rather than reused; the next checkout opens a fresh one.
+
+An idle connection the server ended (a restart, ``pg_terminate_backend``, an idle timeout) is
+found at checkout, not by the call that would fail on it: the server says so on the socket (its
+last message, then the end of the stream), and an idle session in autocommit has nothing else to
+read, so a socket with something to read is closed and the next idle one (or a new one) is used.
+One ``poll`` with no wait, no round trip.
 """
 
 from __future__ import annotations
 
+import select
 import threading
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["Pool", "PoolExhausted"]
+__all__ = ["Pool", "PoolExhausted", "ended"]
+
+
+def ended(conn: Any) -> bool:
+    """Whether the server has ended the idle connection ``conn`` (see the module docstring)."""
+    if conn.closed or conn.broken:
+        return True
+    try:
+        poller = select.poll()
+        poller.register(conn.fileno(), select.POLLIN | select.POLLPRI)
+        return bool(poller.poll(0))  # readable, hung up or in error: ended
+    except (OSError, ValueError):  # no socket any more
+        return True
 
 
 class PoolExhausted(Exception):
@@ -39,10 +58,14 @@ class Pool:
         errors pass through, and the slot is given back)."""
         if not self._slots.acquire(timeout=self._timeout):
             raise PoolExhausted(f"all connections stayed in use for {self._timeout:g} s")
-        with self._lock:
-            conn = self._idle.pop() if self._idle else None
-        if conn is not None:
-            return conn
+        while True:
+            with self._lock:
+                conn = self._idle.pop() if self._idle else None
+            if conn is None:
+                break
+            if not ended(conn):
+                return conn
+            conn.close()  # the server ended it while it was idle: never hand it out
         try:
             return self._connect()
         except BaseException:

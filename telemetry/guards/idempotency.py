@@ -32,7 +32,10 @@ retry rather than blocking the key forever.
 
 What is stored: any returned result, except a refusal with ``retry: true`` (a stale version, a
 rate limit: the caller is meant to retry, so the key is released). An exception releases the
-key too: a tool should raise only when nothing was written. Results are stored as JSON; a
+key too: a tool should raise only when nothing was written. The store failing then never hides
+the tool's exception. Storing a result outlives a lost connection or a store down for a while:
+it is tried again, on a fresh connection, until the claim's lease would end (the call waits),
+because a key left claimed after the tool's write would let a retry after the lease write twice. Results are stored as JSON; a
 replay returns the JSON form (a non-dict result comes back as ``{"ok": true, "result": ...}``).
 Keys and payloads are stored and recorded only as hashes.
 """
@@ -42,6 +45,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import inspect
+import itertools
 import json
 import logging
 import secrets
@@ -50,16 +54,14 @@ import time
 from collections.abc import Callable
 from typing import Any, Final, TypeVar
 
-from ..runtime import containment as _safe
 from .. import conventions as c
-from ..instrument import current_call
-from ..instrument import classify_result
-from ..instrument import SPEC_ATTRIBUTE
 from ..exceptions import ConfigurationError, GuardError
+from ..instrument import SPEC_ATTRIBUTE, classify_result, current_call
+from ..runtime import containment as _safe
 from . import validation
-from .validation import BadInput
 from .envelope import busy_refusal, refusal
 from .store import Store, StoreBusy, require_store
+from .validation import BadInput
 
 __all__ = ["KEY_PARAMETER_ATTRIBUTE", "IdempotencyKeys"]
 
@@ -187,10 +189,12 @@ class IdempotencyKeys:
                         result = await func(*args, **kwargs)
                     except BaseException:
                         self._heartbeat.leave(beat)
-                        await asyncio.to_thread(guard.release, ticket)
+                        await asyncio.to_thread(guard.release_after_failure, ticket)
                         raise
-                    self._heartbeat.leave(beat)
-                    await asyncio.to_thread(guard.complete, ticket, result)
+                    try:  # renewed while the result is stored, which may wait for the store
+                        await asyncio.to_thread(guard.complete, ticket, result)
+                    finally:
+                        self._heartbeat.leave(beat)
                     return result
 
                 return self._mark(async_wrapper, key_param)  # type: ignore[return-value]
@@ -205,10 +209,12 @@ class IdempotencyKeys:
                     result = func(*args, **kwargs)
                 except BaseException:
                     self._heartbeat.leave(beat)
-                    guard.release(ticket)
+                    guard.release_after_failure(ticket)
                     raise
-                self._heartbeat.leave(beat)
-                guard.complete(ticket, result)
+                try:  # renewed while the result is stored, which may wait for the store
+                    guard.complete(ticket, result)
+                finally:
+                    self._heartbeat.leave(beat)
                 return result
 
             return self._mark(wrapper, key_param)  # type: ignore[return-value]
@@ -222,14 +228,19 @@ class IdempotencyKeys:
 
 
 class _Ticket:
-    """One call's claim: either an answer to return at once, or the right to run the tool."""
+    """One call's claim: either an answer to return at once, or the right to run the tool.
 
-    __slots__ = ("answer", "key_hash", "original_id")
+    ``lease_until`` is when the claim's lease ends as this process last set it (at the claim,
+    then at each renewal), in the keys' clock: until then no other call can take the key over.
+    """
 
-    def __init__(self, answer: Any, key_hash: str = "", original_id: str = "") -> None:
+    __slots__ = ("answer", "key_hash", "lease_until", "original_id")
+
+    def __init__(self, answer: Any, key_hash: str = "", original_id: str = "", lease_until: float = 0.0) -> None:
         self.answer = answer
         self.key_hash = key_hash
         self.original_id = original_id
+        self.lease_until = lease_until
 
 
 class _Guard:
@@ -287,7 +298,7 @@ class _Guard:
                     (self.scope, key_hash, payload_hash, fresh_id, _RUNNING, now, now + self.keys.lease_seconds),
                 )
                 call.set_attribute(c.IDEMPOTENCY_ORIGINAL_ID, fresh_id)
-                return _Ticket(None, key_hash, fresh_id)
+                return _Ticket(None, key_hash, fresh_id, now + self.keys.lease_seconds)
         original_id = row["original_id"]
         call.set_attribute(c.IDEMPOTENCY_ORIGINAL_ID, original_id)
         if row["payload_hash"] != payload_hash:
@@ -318,7 +329,10 @@ class _Guard:
                 "WHERE scope = ? AND key_hash = ? AND original_id = ? AND status = ? AND lease_until >= ?",
                 (now + self.keys.lease_seconds, self.scope, ticket.key_hash, ticket.original_id, _RUNNING, now),
             )
-        return bool(cursor.rowcount == 1)
+        renewed = bool(cursor.rowcount == 1)
+        if renewed:
+            ticket.lease_until = max(ticket.lease_until, now + self.keys.lease_seconds)
+        return renewed
 
     def release(self, ticket: _Ticket) -> None:
         """The tool raised or asked for a retry: free the key so the next call runs again."""
@@ -328,16 +342,54 @@ class _Guard:
                 (self.scope, ticket.key_hash, ticket.original_id, _RUNNING),
             )
 
+    def release_after_failure(self, ticket: _Ticket) -> None:
+        """:meth:`release` after the tool raised: never raises, so the tool's own exception is what
+        the caller sees (a store that cannot be reached leaves the key to its lease: a retry then
+        waits for it, and nothing was written by a tool that raised)."""
+        self._persisting(lambda: self.release(ticket), ticket, f"releasing the idempotency key of {self.scope}",
+                         patient=False)
+
+    def _persisting(self, write: Callable[[], Any], ticket: _Ticket, what: str, *, patient: bool) -> Any:
+        """``write()``'s value, tried again while the store is busy or its connection lost (each
+        try on a fresh connection: the pool drops a dead one); None once it gives up, which is
+        reported. ``patient``: until the claim's lease would end (another call could then take
+        the key over and run the tool again), else one retry."""
+        started = time.monotonic()
+        delay = 0.05
+        for attempt in itertools.count(1):
+            try:
+                return write()
+            except StoreBusy as exc:  # StoreDisconnected included
+                failure: Exception = exc
+            except Exception as exc:  # StoreUnavailable (a read-only or full server) and bugs: retrying does not help
+                _safe.report(c.STAGE_GUARD, what, exc)
+                return None
+            if patient:
+                left = min(ticket.lease_until - self.keys.clock(),
+                           self.keys.lease_seconds - (time.monotonic() - started))
+                if left <= delay:
+                    break
+            elif attempt >= 2:
+                break
+            time.sleep(delay)
+            delay = min(delay * 2, 1.0)
+        _safe.report(c.STAGE_GUARD, what, failure)
+        return None
+
     def complete(self, ticket: _Ticket, result: Any) -> None:
         """Store the tool's result under the key (or release it for a retryable refusal).
 
         Never raises: the write already happened, so the caller must get its result. A result
-        JSON cannot hold is stored as a note (a replay then says so); a store that cannot be
-        written leaves the claim to expire with its lease, and the failure is logged.
+        JSON cannot hold is stored as a note (a replay then says so). A store that is busy or
+        whose connection died is tried again, on a fresh connection, until the claim's lease would
+        end: the key must not be left claimed while the tool's write stands, or a retry after the
+        lease would run the tool a second time. When even that fails, the span says so
+        (``idempotency.lease_lost``) and the failure is logged.
         """
         try:
             if isinstance(result, dict) and result.get(c.ENVELOPE_OK) is False and result.get(c.ENVELOPE_RETRY) is True:
-                self.release(ticket)
+                self._persisting(lambda: self.release(ticket), ticket,
+                                 f"releasing the idempotency key of {self.scope}", patient=False)
                 return
             outcome = classify_result(result).outcome
             try:
@@ -345,16 +397,30 @@ class _Guard:
             except (TypeError, ValueError, OverflowError, RecursionError):
                 stored = json.dumps({c.ENVELOPE_OK: outcome == c.OUTCOME_OK, "result_not_stored": True,
                                      "note": "the original call ran; its result could not be stored as JSON"})
+        except Exception as exc:
+            _safe.report(c.STAGE_GUARD, f"storing the idempotent result of {self.scope}", exc)
+            return
+
+        def store() -> int:
             with self.keys.store.transaction() as conn:
                 cursor = conn.execute(
                     "UPDATE guard_idempotency SET status = ?, result = ?, outcome = ?, completed_at = ? "
                     "WHERE scope = ? AND key_hash = ? AND original_id = ?",
                     (_DONE, stored, outcome, self.keys.clock(), self.scope, ticket.key_hash, ticket.original_id),
                 )
-        except Exception as exc:
-            _safe.report(c.STAGE_GUARD, f"storing the idempotent result of {self.scope}", exc)
+            return int(cursor.rowcount)
+
+        stored_rows = self._persisting(store, ticket, f"storing the idempotent result of {self.scope}", patient=True)
+        if stored_rows is None:
+            current_call().set_attribute(c.IDEMPOTENCY_LEASE_LOST, True)
+            logger.error(
+                "idempotency claim %s of %s: the tool ran but its result could not be stored before its lease "
+                "ended; a retry after the lease runs the tool again",
+                ticket.original_id,
+                self.scope,
+            )
             return
-        if cursor.rowcount != 1:
+        if stored_rows != 1:
             current_call().set_attribute(c.IDEMPOTENCY_LEASE_LOST, True)
             logger.warning(
                 "idempotency claim %s of %s was taken over after its lease expired; its result was not stored "

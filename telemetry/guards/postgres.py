@@ -37,7 +37,7 @@ from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 from .._extras import require
 from ..exceptions import ConfigurationError
 from . import _pg_errors, _pg_pool
-from .store import SERVER_SCHEMES, WRITE_GATE
+from .store import SERVER_SCHEMES, WRITE_GATE, StoreDisconnected
 
 __all__ = ["SCHEMA_LOCK_KEY", "WRITE_LOCK_KEY", "PostgresStore", "map_error", "schema_dsn", "translate_ddl", "translate_sql"]
 
@@ -308,22 +308,30 @@ class PostgresStore:
         except self._unreachable as exc:
             raise _pg_errors.unreachable(self.path, exc, self.connect_timeout) from exc
 
-    @contextmanager
-    def _connection(self) -> Iterator[Any]:
-        pool, raw = self._checkout()
-        try:
-            yield raw
-        finally:
-            pool.putconn(raw)
+    def _begun(self, begin: str) -> tuple[_pg_pool.Pool, Any]:
+        """A connection inside a transaction begun with ``begin``. A connection found dead by its
+        first statement (the server ended it while idle without a word on the socket, or just
+        after checkout) is replaced once: nothing ran on it, so the begin is safely repeated."""
+        for attempt in (1, 2):
+            pool, raw = self._checkout()
+            try:
+                raw.execute(begin)
+                return pool, raw
+            except Exception as exc:
+                self._rollback(raw)
+                pool.putconn(raw)
+                mapped = _pg_errors.mapped(self.path, exc, self.lock_timeout)
+                if attempt == 1 and isinstance(mapped, StoreDisconnected) and (raw.closed or raw.broken):
+                    continue
+                if mapped is exc:
+                    raise
+                raise mapped from exc
+        raise AssertionError("unreachable")  # pragma: no cover
 
     @contextmanager
     def _transaction(self, begin: str) -> Iterator[Connection]:
-        with self._connection() as raw:
-            try:
-                raw.execute(begin)
-            except Exception as exc:
-                self._rollback(raw)
-                raise _pg_errors.mapped(self.path, exc, self.lock_timeout) from exc
+        pool, raw = self._begun(begin)
+        try:
             try:
                 yield Connection(raw)
             except BaseException as exc:
@@ -337,6 +345,8 @@ class PostgresStore:
             except Exception as exc:
                 self._rollback(raw)
                 raise _pg_errors.mapped(self.path, exc, self.lock_timeout) from exc
+        finally:
+            pool.putconn(raw)
 
     @staticmethod
     def _rollback(raw: Any) -> None:
@@ -362,8 +372,10 @@ class PostgresStore:
         return self._transaction(_BEGIN_READ)
 
     def query_one(self, sql: str, params: tuple[object, ...] = ()) -> Any:
-        """One read statement, atomically (autocommit); the row or None."""
-        return self._alone(translate_sql(sql), params, lambda cursor: cursor.fetchone())
+        """One read statement, atomically (autocommit); the row or None. A read is repeated once
+        on a fresh connection when its connection turns out dead (a write never is: it may have
+        landed)."""
+        return self._alone(translate_sql(sql), params, lambda cursor: cursor.fetchone(), again=True)
 
     def conditional_write(self, write: str, params: tuple[object, ...], log: str, log_params: tuple[object, ...]) -> bool:
         """``write`` and, when it changed one row, ``log``, as ONE statement in its own transaction
@@ -373,19 +385,24 @@ class PostgresStore:
         sql = conditional_statement(write, log)
         return bool(self._alone(sql, (*params, *log_params), lambda cursor: cursor.rowcount == 1))
 
-    def _alone(self, sql: str, params: tuple[object, ...], result: Callable[[Any], Any]) -> Any:
+    def _alone(self, sql: str, params: tuple[object, ...], result: Callable[[Any], Any], *, again: bool = False) -> Any:
         """Run one (already translated) statement as its own transaction; ``result`` of its cursor,
-        taken before the connection goes back to the pool."""
-        pool, raw = self._checkout()  # no context manager: this is every write's path
-        try:
-            return result(raw.execute(sql, params))
-        except Exception as exc:
-            mapped = _pg_errors.mapped(self.path, exc, self.lock_timeout)
-            if mapped is exc:
-                raise
-            raise mapped from exc
-        finally:
-            pool.putconn(raw)
+        taken before the connection goes back to the pool. ``again``: a statement that changes
+        nothing, run once more on a fresh connection when its connection turns out dead."""
+        for attempt in (1, 2):
+            pool, raw = self._checkout()  # no context manager: this is every write's path
+            try:
+                return result(raw.execute(sql, params))
+            except Exception as exc:
+                mapped = _pg_errors.mapped(self.path, exc, self.lock_timeout)
+                if again and attempt == 1 and isinstance(mapped, StoreDisconnected) and (raw.closed or raw.broken):
+                    continue
+                if mapped is exc:
+                    raise
+                raise mapped from exc
+            finally:
+                pool.putconn(raw)
+        raise AssertionError("unreachable")  # pragma: no cover
 
     def ensure_schema(self, name: str, ddl: str) -> None:
         """Create a guard's tables once per store, under :data:`SCHEMA_LOCK_KEY` (concurrent
