@@ -14,9 +14,9 @@ from typing import Any, Final
 from urllib.parse import quote
 
 from .. import __version__
-from .rules import RULES
 from .model import CRITICAL, INFO, WARNING, Finding, ToolAudit
 from .report import AuditReport
+from .rules import RULES
 
 SARIF_VERSION: Final = "2.1.0"
 SARIF_SCHEMA: Final = "https://json.schemastore.org/sarif-2.1.0.json"
