@@ -105,10 +105,12 @@ def test_mcp_url_lists_a_running_server(capsys: pytest.CaptureFixture[str], tmp_
     proc = subprocess.Popen([sys.executable, str(BAD_SERVER), "--http", str(port)],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        for _ in range(200):  # bounded wait for the port
+        deadline = time.monotonic() + 60  # the server imports the SDK first: seconds on a loaded machine
+        while True:
             with socket.socket() as s:
                 if s.connect_ex(("127.0.0.1", port)) == 0:
                     break
+            assert proc.poll() is None and time.monotonic() < deadline, "the MCP server did not start listening"
             time.sleep(0.05)
         code, document = run_json(capsys, "--mcp-url", f"http://127.0.0.1:{port}/mcp", "--fail-on", "never")
     finally:

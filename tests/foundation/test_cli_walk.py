@@ -145,7 +145,12 @@ def _closed_stdout(argv: list[str], *, ready: Callable[[], bool] | None = None) 
             assert time.monotonic() < deadline
             time.sleep(0.05)
         proc.send_signal(signal.SIGTERM)
-    _out, err = proc.communicate(timeout=TIMEOUT)
+    try:
+        _out, err = proc.communicate(timeout=TIMEOUT)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        _out, err = proc.communicate()
+        raise AssertionError(f"{argv} did not end within {TIMEOUT} s{' of SIGTERM' if ready else ''}: {err}") from None
     return subprocess.CompletedProcess(argv, proc.returncode, "", err)
 
 

@@ -135,8 +135,19 @@ def test_wheel_installs_and_exports(wheel: Path, tmp_path: Path) -> None:
 
 
 CORE_SCRIPT = r"""
-import json, pathlib, pkgutil, sys, importlib
+import atexit, gc, json, pathlib, pkgutil, sys, importlib, threading
+hooks = []
+_register = atexit.register
+def _noting(func, *args, **kwargs):
+    hooks.append(f"{getattr(func, '__module__', '')}.{getattr(func, '__qualname__', func)}")
+    return _register(func, *args, **kwargs)
+atexit.register = _noting
 import telemetry, telemetry.instrument, telemetry.runtime, telemetry.guards, telemetry.testing
+from opentelemetry.sdk.trace import TracerProvider
+at_import = {"atexit": [h for h in hooks if not h.startswith("logging.")],
+             "providers": sum(isinstance(o, TracerProvider) for o in gc.get_objects()),
+             "threads": threading.active_count()}
+atexit.register = _register
 library = sorted(m for m in sys.modules if m.split(".")[0] in ("telemetry", "duckdb", "grpc", "anyio", "pydantic", "mcp"))
 extra_packages, integrations = json.loads(sys.argv[1]), json.loads(sys.argv[2])
 imported, refused = [], {}
@@ -174,14 +185,15 @@ for protocol in ("grpc", None):
         otlp[str(protocol)] = "configured"
     except telemetry.ConfigurationError as exc:
         otlp[str(protocol)] = str(exc)
-print(json.dumps({"library": library, "imported": imported, "refused": refused, "files": files, "otlp": otlp}))
+print(json.dumps({"at_import": at_import, "library": library, "imported": imported, "refused": refused, "files": files, "otlp": otlp}))
 """
 
 
 @pytest.mark.slow
 def test_the_core_install_runs_the_library_and_names_each_missing_extra(wheel: Path, tmp_path: Path) -> None:
-    """`pip install <wheel>` with no extras: only the core dependencies; the library imports without
-    the audit, the demo, the CLI or DuckDB; a decorated call and a guard write a trace file; every
+    """`pip install <wheel>` with no extras: only the core dependencies; importing the library does
+    nothing but define (no exit hook, no tracer provider, no thread) and imports neither the audit,
+    the demo, the CLI nor DuckDB; a decorated call and a guard write a trace file; every
     package that needs an extra refuses to import naming it; every command's --help exits 0; the
     commands that need an extra exit 2 with one line naming it; OTLP export names its extra."""
     python = _venv(tmp_path / "venv")
@@ -196,6 +208,7 @@ def test_the_core_install_runs_the_library_and_names_each_missing_extra(wheel: P
     done = _run(run_dir, python, "-c", CORE_SCRIPT, json.dumps(EXTRA_PACKAGES), json.dumps(INTEGRATIONS))
     assert done.returncode == 0, done.stderr
     facts = json.loads(done.stdout)
+    assert facts["at_import"] == {"atexit": [], "providers": 0, "threads": 1}, facts["at_import"]  # definitions only
     assert facts["library"] and all(m.split(".")[0] == "telemetry" for m in facts["library"]), facts["library"]
     assert not [m for m in facts["library"] if m.startswith(("telemetry.demo", "telemetry.audit", "telemetry.cli",
                                                                "telemetry.forensics"))]
