@@ -1,4 +1,4 @@
-"""``watch --clickhouse``: each pass reads the last ``--window`` of runs from ClickHouse ``otel_traces``.
+"""``watch --clickhouse``: each pass reads the ``--last`` DURATION of runs from ClickHouse ``otel_traces``.
 
 Nothing is followed: a pass reads the runs with a tool span in the window (``now - window`` to
 now), whole and with the spans that parent their tool spans, through the same
