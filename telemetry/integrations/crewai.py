@@ -46,7 +46,7 @@ from ..exceptions import ConfigurationError
 from ..instrument import framework_context, instrument_with
 from ..runtime import containment as _safe
 from ._common import Choices, Selection
-from .plumbing import replace_attribute, restore_attributes, was_replaced
+from .plumbing import record_refused, replace_attribute, restore_attributes, spec_of, was_replaced
 
 try:
     from crewai.events import event_context as _crewai_events
@@ -183,10 +183,59 @@ def _tools_of(target: Any) -> Iterator[tuple[Any, str | None]]:
 def _instrument_tool(tool: Any, name: str, selection: Selection, role: str | None) -> None:
     if isinstance(tool, Tool):  # made with @tool: the user's own function, annotations and all
         _wrap(tool, "func", tool.func, name, selection, role)
+    else:
+        for method in ("_run", "_arun"):  # a BaseTool subclass: the methods it implements itself
+            if getattr(type(tool), method, None) is not getattr(BaseTool, method, None):
+                _wrap(tool, method, getattr(tool, method), name, selection, role)
+    _record_refused_input(tool, role)
+
+
+def _refusing(tool: Any, validate: Callable[..., Any], role: str | None, last: dict[str, Any]) -> Callable[..., Any]:
+    """``validate`` (CrewAI's check of a call's arguments) recording what it refuses as ``invalid_argument``.
+
+    CrewAI may check one attempt twice (the structured tool, then the tool): ``last`` holds the
+    call id recorded last, so an attempt is recorded once.
+    """
+
+    @functools.wraps(validate)
+    def validated(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return validate(*args, **kwargs)
+        except ValueError as exc:  # CrewAI's wording of a ValidationError or a JSON error, the cause kept
+            spec = next((s for s in map(spec_of, (vars(tool).get(a) for a in ("func", "_run", "_arun"))) if s), None)
+            if spec is not None and exc.__cause__ is not None:
+                call_id, run_id = _ids()
+                if call_id is None or last.get("call_id") != call_id:
+                    last["call_id"] = call_id
+                    with framework_context(role, run_id, call_id):
+                        record_refused(spec, exc, c.OUTCOME_INVALID_ARGUMENT)
+            raise
+
+    return validated
+
+
+def _record_refused_input(tool: Any, role: str | None) -> None:
+    """Arguments the tool's ``args_schema`` refuses are a call it never saw: on ``tool.run``
+    (``_validate_kwargs``) and on the structured tool a crew runs it as (``_parse_args``)."""
+    if was_replaced(tool, "to_structured_tool"):
         return
-    for method in ("_run", "_arun"):  # a BaseTool subclass: the methods it implements itself
-        if getattr(type(tool), method, None) is not getattr(BaseTool, method, None):
-            _wrap(tool, method, getattr(tool, method), name, selection, role)
+    last: dict[str, Any] = {}
+    validate = getattr(tool, "_validate_kwargs", None)
+    if callable(validate):
+        replace_attribute(tool, "_validate_kwargs", _refusing(tool, validate, role, last))
+    convert = getattr(tool, "to_structured_tool", None)
+    if not callable(convert):
+        return
+
+    @functools.wraps(convert)
+    def to_structured_tool(*args: Any, **kwargs: Any) -> Any:
+        structured = convert(*args, **kwargs)
+        parse = getattr(structured, "_parse_args", None)
+        if callable(parse) and hasattr(structured, "__dict__"):
+            object.__setattr__(structured, "_parse_args", _refusing(tool, parse, role, last))
+        return structured
+
+    replace_attribute(tool, "to_structured_tool", to_structured_tool)
 
 
 def _wrap(tool: Any, attribute: str, func: Any, name: str, selection: Selection, role: str | None) -> None:

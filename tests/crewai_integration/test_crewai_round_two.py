@@ -50,3 +50,22 @@ def test_uninstrument_restores_tools_and_agents(telemetry_capture: Capture) -> N
     crew.kickoff()
     assert [s for s in telemetry_capture.spans() if (s.attributes or {}).get(c.TOOL_OUTCOME)] == []
 
+
+
+def test_arguments_the_schema_refuses_are_invalid_argument(telemetry_capture: Capture) -> None:
+    """A call whose arguments fail the tool's args_schema never reaches it: ok/invalid_argument, the crew goes on."""
+    llm = ScriptedLLM([react_call("Lookup Order", order="A-1"), react_call("Lookup Order", order_id="A-1"),
+                       "Thought: done\nFinal Answer: A-1 shipped"])
+    agent = Agent(role="clerk", goal="find orders", backstory="careful", tools=[LookupOrder()], llm=llm)
+    crew = Crew(agents=[agent], tasks=[Task(description="where is A-1?", expected_output="its status", agent=agent)])
+    telemetry_crewai.instrument(crew, kinds={"lookup_order": "read"})
+    crew.kickoff()
+    *refused_attempts, ran = telemetry_capture.spans("lookup_order")  # CrewAI itself retries a refused call
+    ids = [s.attributes[c.GEN_AI_TOOL_CALL_ID] for s in refused_attempts]
+    assert refused_attempts and len(set(ids)) == len(ids), "each attempt once"
+    refused = refused_attempts[0]
+    a = refused.attributes
+    assert (a[c.TOOL_TRANSPORT], a[c.TOOL_OUTCOME], a[c.GEN_AI_AGENT_ID], a[c.TOOL_KIND]) == (
+        c.TRANSPORT_OK, c.OUTCOME_INVALID_ARGUMENT, "clerk", c.KIND_READ)
+    assert ran.attributes[c.TOOL_OUTCOME] == c.OUTCOME_OK
+    assert a[c.GEN_AI_TOOL_CALL_ID] != ran.attributes[c.GEN_AI_TOOL_CALL_ID]
