@@ -22,9 +22,9 @@ human operator; it needs the operator's identity and is recorded with outcome ``
 from __future__ import annotations
 
 import json
-import secrets
 import threading
 import time
+from os import urandom as _urandom
 from datetime import timedelta
 from typing import Any, Final, Union
 
@@ -78,8 +78,8 @@ CREATE INDEX IF NOT EXISTS guard_changes_by_time ON guard_changes (at);
 
 
 def new_version() -> str:
-    """A fresh opaque version token (96 random bits)."""
-    return "ver_" + secrets.token_hex(12)
+    """A fresh opaque version token (96 random bits from the OS's CSPRNG: ``secrets.token_hex(12)``)."""
+    return "ver_" + _urandom(12).hex()
 
 
 def ensure_state_schema(store: Store) -> None:
@@ -111,6 +111,11 @@ _UPDATE = (
 _LOG = (
     "INSERT INTO guard_changes (key, version, previous_version, value_hash, actor, change_ref, forced, at) "
     "SELECT ?, ?, ?, ?, ?, ?, ?, ?"
+)
+# The same row inside a transaction, where nothing is appended to it: VALUES is the cheaper form.
+_LOG_ROW = (
+    "INSERT INTO guard_changes (key, version, previous_version, value_hash, actor, change_ref, forced, at) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
 )
 _CURRENT = "SELECT value, version FROM guard_state WHERE key = ?"
 
@@ -150,7 +155,7 @@ def put(
     version, write, params, log = _change(key, value_json, previous_version, actor, change_ref, forced)
     if conn.execute(ungated(write), params).rowcount != 1:
         return None
-    conn.execute(_LOG, log)
+    conn.execute(_LOG_ROW, log)
     return version
 
 
@@ -277,6 +282,7 @@ class StateStore:
                 call, {c.STATE_KEY: key, c.STATE_VERSION_EXPECTED: expected_version, c.GEN_AI_AGENT_ID: agent_id}
             )
             return bad.envelope
+        recording = call.is_recording()  # False outside telemetry: no span, no read-back to help
         attributes = {c.STATE_KEY: key, c.STATE_VERSION_EXPECTED: expected_version, c.GEN_AI_AGENT_ID: agent_id}
         try:
             # The conditional write is the check: when it wrote, the version at check time was
@@ -290,10 +296,12 @@ class StateStore:
                 attributes[c.STATE_VERSION_CURRENT] = expected_version
                 attributes[c.STATE_VERSION_WRITTEN] = written
         finally:
-            call.set_attributes(attributes)  # once, on every path: each span call costs
+            if recording:
+                call.set_attributes(attributes)  # once, on every path: each span call costs
         if written is None:
             return _stale(key, expected_version, row)
-        self._sent.last = (key, written, value_json)
+        if recording:
+            self._sent.last = (key, written, value_json)
         return success(key=key, version=written, previous_version=expected_version)
 
     @instrument_tool(name="force_write_state", kind=c.KIND_WRITE, readback=_readback)
