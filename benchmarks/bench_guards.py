@@ -9,12 +9,15 @@
      an exporter that discards): the span, the counters and the database read-back;
    - an instrumented write tool that does nothing (the instrumentation's own floor).
 
-2. Each store's guarded write (telemetry off) against the hand-written compare-and-set a user
-   would write instead on the same database: a transaction with ``UPDATE ... WHERE key = ? AND
-   version = ?`` (``BEGIN IMMEDIATE`` on SQLite; on PostgreSQL, a connection from a psycopg_pool
-   pool of the store's default size whose block commits, and the same on a dedicated connection).
-   On SQLite also that transaction plus an ``INSERT`` of the change-log row, by hand: what the
-   row itself costs, apart from the guard's Python.
+2. Each store's guarded write (telemetry off) against its floor, the hand-written code a user
+   would write instead on the same database. On SQLite the floor is what the guard's contract
+   needs: ``BEGIN IMMEDIATE``, ``UPDATE ... WHERE key = ? AND version = ?`` and the ``INSERT`` of
+   its change-log row, ``COMMIT``; the compare-and-set alone (no change-log row) is timed beside
+   it. On PostgreSQL the floor is the conditional ``UPDATE`` through a psycopg_pool pool of the
+   store's default size whose block commits, and beside it the same on a dedicated connection.
+   Both clocks: wall time, and this process's CPU time (on SQLite all the work is in this
+   process, so CPU time is the steadier measure on a shared machine; on PostgreSQL it leaves out
+   the server's share).
 
 3. Contention: 4 processes x 8 threads of read-modify-write increments on 16 hot keys, per
    store, telemetry off and on; accepted writes a second, and p50, p99 and max of ``write_state``.
@@ -26,8 +29,8 @@ for the disk at commit), or the one ``--pg-dsn`` names. Without PostgreSQL, its 
     python benchmarks/bench_guards.py [--writes 5000] [--rounds 9] [--increments 100] [--pg-dsn URL]
 
 Prints the tables, writes ``bench-output/guards.json``. Targets: the guarded, instrumented write at
-most 3x the bare update; telemetry off, each store's guarded write at most 1.25x its own floor;
-PostgreSQL's contention p99 below SQLite's.
+most 3x the bare update; telemetry off, each store's guarded write at most 1.25x its own floor
+(wall time); PostgreSQL's contention p99 below SQLite's.
 """
 
 from __future__ import annotations
@@ -69,6 +72,20 @@ class Discard(SpanExporter):
         return SpanExportResult.SUCCESS
 
 
+class Timed:
+    """Wall and CPU time of the block, in microseconds per write once ``per_write`` is called."""
+
+    def __enter__(self) -> Timed:
+        self.wall, self.cpu = time.perf_counter(), time.process_time()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.wall, self.cpu = time.perf_counter() - self.wall, time.process_time() - self.cpu
+
+    def per_write(self, writes: int) -> tuple[float, float]:
+        return self.wall / writes * 1e6, self.cpu / writes * 1e6
+
+
 def bare_us(conn: sqlite3.Connection, writes: int) -> float:
     start = time.perf_counter()
     for i in range(writes):
@@ -77,14 +94,17 @@ def bare_us(conn: sqlite3.Connection, writes: int) -> float:
 
 
 def guarded_us(state: StateStore, writes: int) -> float:
+    return guarded_clocks(state, writes)[0]
+
+
+def guarded_clocks(state: StateStore, writes: int) -> tuple[float, float]:
     version = state.read_state(KEY)["version"]  # outside the timing: the bare side moved the row
-    start = time.perf_counter()
-    for i in range(writes):
-        result = state.write_state(KEY, i, version)
-        version = result["version"]
-    elapsed = time.perf_counter() - start
+    with Timed() as timed:
+        for i in range(writes):
+            result = state.write_state(KEY, i, version)
+            version = result["version"]
     assert result["ok"], result
-    return elapsed / writes * 1e6
+    return timed.per_write(writes)
 
 
 @telemetry.instrument_tool(name="bench_noop_write", kind="write")
@@ -100,80 +120,87 @@ def noop_us(writes: int) -> float:
     return (time.perf_counter() - start) / writes * 1e6
 
 
-def sqlite_cas_us(conn: sqlite3.Connection, writes: int, *, log: bool = False) -> float:
+def sqlite_cas_us(conn: sqlite3.Connection, writes: int, *, log: bool = False) -> tuple[float, float]:
     """The hand-written compare-and-set on SQLite: BEGIN IMMEDIATE, a conditional UPDATE, COMMIT;
     with ``log``, plus the change-log row the guard appends, by hand, in the same transaction."""
     version = conn.execute("SELECT version FROM guard_state WHERE key = ?", (KEY,)).fetchone()[0]
-    start = time.perf_counter()
-    for i in range(writes):
-        new = f"cas_{i}_{log}"
-        conn.execute("BEGIN IMMEDIATE")
-        cursor = conn.execute(
-            "UPDATE guard_state SET value = ?, version = ? WHERE key = ? AND version = ?", (str(i), new, KEY, version)
-        )
-        if log:
-            conn.execute(
-                "INSERT INTO guard_changes (key, version, previous_version, value_hash, actor, change_ref, forced, at) "
-                "VALUES (?, ?, ?, ?, NULL, NULL, 0, ?)", (KEY, new, version, "0" * 64, time.time())
+    with Timed() as timed:
+        for i in range(writes):
+            new = f"cas_{i}_{log}"
+            conn.execute("BEGIN IMMEDIATE")
+            cursor = conn.execute(
+                "UPDATE guard_state SET value = ?, version = ? WHERE key = ? AND version = ?", (str(i), new, KEY, version)
             )
-        conn.execute("COMMIT")
-        assert cursor.rowcount == 1
-        version = new
-    return (time.perf_counter() - start) / writes * 1e6
+            if log:
+                conn.execute(
+                    "INSERT INTO guard_changes (key, version, previous_version, value_hash, actor, change_ref, forced, at) "
+                    "VALUES (?, ?, ?, ?, NULL, NULL, 0, ?)", (KEY, new, version, "0" * 64, time.time())
+                )
+            conn.execute("COMMIT")
+            assert cursor.rowcount == 1
+            version = new
+    return timed.per_write(writes)
 
 
 PG_CAS = "UPDATE guard_state SET value = %s, version = %s WHERE key = %s AND version = %s"
 
 
-def pg_pooled_cas_us(pool: Any, writes: int) -> float:
+def pg_pooled_cas_us(pool: Any, writes: int) -> tuple[float, float]:
     """The hand-written compare-and-set through psycopg_pool: a connection per write, whose block
     commits the conditional UPDATE's transaction on exit."""
     with pool.connection() as conn:
         version = conn.execute("SELECT version FROM guard_state WHERE key = %s", (KEY,)).fetchone()[0]
-    start = time.perf_counter()
-    for i in range(writes):
-        new = f"pool_{i}"
-        with pool.connection() as conn:
-            cursor = conn.execute(PG_CAS, (str(i), new, KEY, version))
-        assert cursor.rowcount == 1
-        version = new
-    return (time.perf_counter() - start) / writes * 1e6
+    with Timed() as timed:
+        for i in range(writes):
+            new = f"pool_{i}"
+            with pool.connection() as conn:
+                cursor = conn.execute(PG_CAS, (str(i), new, KEY, version))
+            assert cursor.rowcount == 1
+            version = new
+    return timed.per_write(writes)
 
 
-def pg_cas_us(conn: Any, writes: int) -> float:
+def pg_cas_us(conn: Any, writes: int) -> tuple[float, float]:
     """The hand-written compare-and-set on PostgreSQL: psycopg's transaction, a conditional UPDATE."""
     version = conn.execute("SELECT version FROM guard_state WHERE key = %s", (KEY,)).fetchone()[0]
     conn.commit()
-    start = time.perf_counter()
-    for i in range(writes):
-        new = f"cas_{i}"
-        with conn.transaction():
-            cursor = conn.execute(PG_CAS, (str(i), new, KEY, version))
-        assert cursor.rowcount == 1
-        version = new
-    return (time.perf_counter() - start) / writes * 1e6
+    with Timed() as timed:
+        for i in range(writes):
+            new = f"cas_{i}"
+            with conn.transaction():
+                cursor = conn.execute(PG_CAS, (str(i), new, KEY, version))
+            assert cursor.rowcount == 1
+            version = new
+    return timed.per_write(writes)
 
 
 def against_floor(target: str, floor: Any, writes: int, rounds: int, extras: dict[str, Any] | None = None) -> dict[str, Any]:
     """``write_state`` (telemetry off) and the store's floor on one row, alternating rounds; each
-    of ``extras`` (another hand-written variant) is timed in the same rounds, reported beside."""
+    of ``extras`` (another hand-written variant) is timed in the same rounds, reported beside.
+    Every side returns (wall, CPU) microseconds per write; the figures are medians of rounds."""
     with closing(open_store(target)) as store:
         state = StateStore(store)
         state.write_state(KEY, 0, ABSENT_VERSION)
-        sides = {"guarded": lambda n: guarded_us(state, n), "floor": floor, **(extras or {})}
-        times: dict[str, list[float]] = {name: [] for name in sides}
+        sides = {"guarded": lambda n: guarded_clocks(state, n), "floor": floor, **(extras or {})}
+        times: dict[str, list[tuple[float, float]]] = {name: [] for name in sides}
         for run in sides.values():
             run(writes // 4)
         for _ in range(rounds):
             for name, run in sides.items():
                 times[name].append(run(writes))
-    g, f = statistics.median(times["guarded"]), statistics.median(times["floor"])
+
+    def median(name: str, clock: int) -> float:
+        return statistics.median(t[clock] for t in times[name])
+
+    g, f = median("guarded", 0), median("floor", 0)
     result = {"guarded_us": round(g, 2), "floor_us": round(f, 2), "ratio": round(g / f, 2),
               "target_met": g / f <= TARGET_FLOOR_RATIO}
+    cg, cf = median("guarded", 1), median("floor", 1)
+    result |= {"cpu_guarded_us": round(cg, 2), "cpu_floor_us": round(cf, 2), "cpu_ratio": round(cg / cf, 2)}
     for name in extras or {}:
-        other = statistics.median(times[name])
-        result[f"{name}_us"] = round(other, 2)
-        result[f"ratio_to_{name}"] = round(g / other, 2)
+        other, cpu_other = median(name, 0), median(name, 1)
+        result |= {f"{name}_us": round(other, 2), f"ratio_to_{name}": round(g / other, 2),
+                   f"cpu_{name}_us": round(cpu_other, 2), f"cpu_ratio_to_{name}": round(cg / cpu_other, 2)}
     return result
 
 
@@ -232,8 +259,8 @@ def sqlite_floor(folder: Path, writes: int, rounds: int) -> dict[str, Any]:
     path = folder / "floor.db"
     _, conn = sqlite_side(path)
     try:
-        result = against_floor(str(path), lambda n: sqlite_cas_us(conn, n), writes, rounds,
-                               {"floor_with_log": lambda n: sqlite_cas_us(conn, n, log=True)})
+        result = against_floor(str(path), lambda n: sqlite_cas_us(conn, n, log=True), writes, rounds,
+                               {"plain_cas": lambda n: sqlite_cas_us(conn, n)})
     finally:
         conn.close()
     return result
@@ -314,16 +341,20 @@ def report(result: dict[str, Any]) -> None:
           f"{'met' if first['target_met'] else 'NOT met'})")
     print(f"  (an instrumented no-op write tool   : {first['instrumented_noop_us']:8.2f}  "
           f"({first['ratio_instrumented_noop_to_bare']:.2f}x): the span and counters alone)")
-    print(f"\nguarded write vs a hand-written compare-and-set transaction, telemetry off (target <= {TARGET_FLOOR_RATIO:g}x)")
+    print(f"\nguarded write (telemetry off) vs hand-written code on the same database (target <= {TARGET_FLOOR_RATIO:g}x the floor)")
+    print(f"  {'store':<11} {'hand-written':<44} {'its us':>8} {'guarded us':>11} {'x wall':>7} {'x CPU':>6}")
+    names = {"sqlite": ("compare-and-set + change-log row (the floor)", "plain_cas", "compare-and-set alone"),
+             "postgresql": ("pooled compare-and-set (the floor)", "floor_dedicated_connection",
+                            "compare-and-set, dedicated connection")}
     for store, row in result["floor"].items():
-        print(f"  {store:<10}: {row['guarded_us']:8.2f} vs {row['floor_us']:8.2f} us = {row['ratio']:.2f}x "
-              f"({'met' if row['target_met'] else 'NOT met'})")
-        if "floor_with_log_us" in row:
-            print(f"  {'':<10}  the floor plus the change-log row by hand: {row['floor_with_log_us']:.2f} us "
-                  f"(the guarded write is {row['ratio_to_floor_with_log']:.2f}x that)")
-        if "floor_dedicated_connection_us" in row:
-            print(f"  {'':<10}  the floor on a connection of its own, no pool: {row['floor_dedicated_connection_us']:.2f} us "
-                  f"(the guarded write is {row['ratio_to_floor_dedicated_connection']:.2f}x that)")
+        floor_name, extra, extra_name = names[store]
+        met = "met" if row["target_met"] else "NOT met"
+        cpu = "" if store != "sqlite" else f"{row['cpu_ratio']:6.2f}"
+        print(f"  {store:<11} {floor_name:<44} {row['floor_us']:8.2f} {row['guarded_us']:11.2f} {row['ratio']:7.2f} {cpu:>6}  {met}")
+        if f"{extra}_us" in row:
+            cpu = "" if store != "sqlite" else f"{row[f'cpu_ratio_to_{extra}']:6.2f}"
+            print(f"  {'':<11} {extra_name:<44} {row[f'{extra}_us']:8.2f} {row['guarded_us']:11.2f} "
+                  f"{row[f'ratio_to_{extra}']:7.2f} {cpu:>6}")
     print(f"\ncontention: {PROCESSES} processes x {THREADS} threads on {HOT_KEYS} hot keys")
     for label, row in result["contention"].items():
         print(f"  {label:<28}: {row['accepted_per_second']:6d} accepted/s  p50 {row['p50_ms']:7.2f} ms  "

@@ -45,9 +45,10 @@ QUICK_ARGS = {
     "guards": ["--writes", "2000", "--increments", "20"],
     "watch": ["--spans", "50000"],
     "observe": ["--spans", "2000", "--rounds", "3"],
+    "peers": ["--calls", "2000", "--rounds", "3"],
 }
 PACKAGES = ("outcome-telemetry", "opentelemetry-sdk", "prometheus-client", "duckdb", "psycopg",
-            "clickhouse-connect", "chdb", "pyarrow")
+            "clickhouse-connect", "chdb", "pyarrow", "traceloop-sdk", "logfire", "openinference-instrumentation")
 """The distributions whose versions move the figures, named in the generated block."""
 
 BEGIN = "<!-- benchmarks/run.py writes from here to the end marker: edit the history below instead -->"
@@ -151,8 +152,10 @@ ROWS: tuple[Row, ...] = (
         lambda f: _ratio(f, "report over HTTP", JSON_REPORT, "seconds"), "x"),
     Row("clickhouse", "forensics report from chDB in process vs the JSON-lines report (wall)",
         lambda f: _ratio(f, "report from chDB in process", JSON_REPORT, "seconds"), "x"),
-    Row("guards", "guarded write vs a hand-written compare-and-set: SQLite",
+    Row("guards", "guarded write vs a hand-written compare-and-set with its change-log row: SQLite",
         _get("floor", "sqlite", "ratio"), "x", 1.25),
+    Row("guards", "guarded write vs a hand-written compare-and-set: SQLite",
+        _get("floor", "sqlite", "ratio_to_plain_cas"), "x"),
     Row("guards", "guarded write vs a hand-written compare-and-set: PostgreSQL",
         _get("floor", "postgresql", "ratio"), "x", 1.25),
     Row("guards", "guarded, instrumented write vs a bare SQLite UPDATE",
@@ -162,6 +165,13 @@ ROWS: tuple[Row, ...] = (
     Row("watch", "watch: catch-up, spans a second", _get("sustained_spans_per_second"), "/s"),
     Row("observe", "observe_tool_spans: added at a peer tool span's end (CPU)", _get("peer_tool_span_added_us"), "µs", 3.0),
     Row("observe", "observe_tool_spans: added at any other span's end (CPU)", _get("other_span_added_us"), "µs", 0.3),
+    Row("peers", "@instrument_tool, default configuration, vs a hand-written span exporting nothing (CPU)",
+        _get("ours_default", "cpu_ratio"), "x", 1.25),
+    Row("peers", "@instrument_tool, spans discarded, vs the same hand-written span (CPU)",
+        _get("ours_discarded", "cpu_ratio"), "x", 1.10),
+    Row("peers", "traceloop-sdk @tool vs the same hand-written span (CPU)", _get("traceloop", "cpu_ratio"), "x"),
+    Row("peers", "logfire @instrument vs the same hand-written span (CPU)", _get("logfire", "cpu_ratio"), "x"),
+    Row("peers", "openinference tracer.tool vs the same hand-written span (CPU)", _get("openinference", "cpu_ratio"), "x"),
 )
 
 
