@@ -50,6 +50,10 @@ from collections.abc import Iterable, Mapping
 from contextlib import AbstractContextManager, nullcontext
 from typing import Any, TypeVar
 
+from .._extras import require
+
+require("langchain_core", extra="langchain", needed_for="telemetry.integrations.langchain")
+
 from langchain_core.runnables.config import var_child_runnable_config
 from langchain_core.tools import BaseTool, StructuredTool, Tool, ToolException
 from opentelemetry import context as otel_context

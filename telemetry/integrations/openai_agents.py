@@ -42,6 +42,10 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any, TypeVar
 
+from .._extras import require
+
+require("agents", extra="openai-agents", needed_for="telemetry.integrations.openai_agents")
+
 from agents import Agent, FunctionTool
 from agents.exceptions import ModelBehaviorError
 from agents.tracing import get_current_trace

@@ -45,6 +45,10 @@ import dataclasses
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
+from .._extras import require
+
+require("pydantic_ai", extra="pydantic-ai", needed_for="telemetry.integrations.pydantic_ai")
+
 from pydantic import ValidationError
 from pydantic_ai import Agent
 from pydantic_ai.capabilities import AbstractCapability, CombinedCapability

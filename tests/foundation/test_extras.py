@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import importlib
+import re
 import sys
 from pathlib import Path
 
@@ -83,3 +85,18 @@ def test_forensics_without_duckdb_names_its_extra(monkeypatch: pytest.MonkeyPatc
     monkeypatch.setitem(sys.modules, "duckdb", None)
     with pytest.raises(ImportError, match=r"outcome-telemetry\[forensics\]"):
         importlib.import_module("telemetry.forensics")
+
+
+@pytest.mark.parametrize(("module", "framework", "extra"), [
+    ("telemetry.integrations.pydantic_ai", "pydantic_ai", "pydantic-ai"),
+    ("telemetry.integrations.langchain", "langchain_core", "langchain"),
+    ("telemetry.integrations.openai_agents", "agents", "openai-agents"),
+])
+def test_an_integration_without_its_framework_names_its_extra(
+    module: str, framework: str, extra: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Importing an integration whose framework is missing says which extra to install."""
+    monkeypatch.setitem(sys.modules, framework, None)  # what import sees for an absent package
+    monkeypatch.delitem(sys.modules, module, raising=False)
+    with pytest.raises(ImportError, match=re.escape(f"[{extra}]")):
+        importlib.import_module(module)
