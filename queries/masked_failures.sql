@@ -20,13 +20,26 @@
 --
 -- Example: openinference, charge, quota_exceeded, ['unset'], 1 call in 1 run, example_trace_ids
 --   [4bf9...].
+-- The failures, then their example traces (the three smallest ids per row, each once) from the
+-- distinct (row, trace) pairs, so no list of every trace id is built.
+WITH failed AS MATERIALIZED (
+    SELECT span_format, tool_name, outcome, status_code, run_id, start_time, trace_id, result_shown
+    FROM spans
+    WHERE tool_name IS NOT NULL AND outcome IS NOT NULL AND outcome NOT IN ('ok', 'forced')
+      AND status_code IN ('ok', 'unset')
+),
+examples AS (
+    SELECT span_format, tool_name, outcome, list_sort(min(trace_id, 3)) AS example_trace_ids
+    FROM (SELECT DISTINCT span_format, tool_name, outcome, trace_id FROM failed)
+    GROUP BY ALL
+)
 SELECT
-    span_format, tool_name, outcome, list_sort(list_distinct(list(status_code))) AS status_codes,
-    count(*) AS calls, count(DISTINCT run_id) AS runs, min(start_time) AS first_seen, max(start_time) AS last_seen,
-    list_sort(list_distinct(list(trace_id)))[1:3] AS example_trace_ids,
-    min(result_shown) AS example_result
-FROM spans
-WHERE tool_name IS NOT NULL AND outcome IS NOT NULL AND outcome NOT IN ('ok', 'forced')
-  AND status_code IN ('ok', 'unset')
-GROUP BY span_format, tool_name, outcome
-ORDER BY calls DESC, span_format, tool_name, outcome;
+    f.span_format, f.tool_name, f.outcome, list_sort(list(DISTINCT f.status_code)) AS status_codes,
+    count(*) AS calls, count(DISTINCT f.run_id) AS runs, min(f.start_time) AS first_seen,
+    max(f.start_time) AS last_seen, any_value(e.example_trace_ids) AS example_trace_ids,
+    min(f.result_shown) AS example_result
+FROM failed f
+JOIN examples e ON e.span_format IS NOT DISTINCT FROM f.span_format AND e.tool_name = f.tool_name
+               AND e.outcome = f.outcome
+GROUP BY f.span_format, f.tool_name, f.outcome
+ORDER BY calls DESC, f.span_format, f.tool_name, f.outcome;

@@ -20,13 +20,20 @@
 --
 -- Example: run session-17, openinference, refund, kind undecided, arguments 7fe4..., 2 calls,
 --   outcomes ['refund_window_closed'].
-WITH calls AS (
+-- The calls that can be repeated (h: a hash of run, tool and arguments); only the groups with more
+-- than one call (found by h first: equal hashes of different groups only add calls, which the exact
+-- grouping below keeps apart) are aggregated in full.
+WITH calls AS NOT MATERIALIZED (
     SELECT run_id, span_format, tool_name, tool_kind, tool_kind_source, arguments_hash, outcome, agent_id,
-           start_time, start_time_unix_nano AS t, trace_id, span_id, arguments_shown
+           start_time, start_time_unix_nano AS t, trace_id, span_id, arguments_shown,
+           hash(run_id, tool_name, arguments_hash) AS h
     FROM spans
     WHERE arguments_hash IS NOT NULL AND tool_name IS NOT NULL
       AND (tool_kind IS NULL OR tool_kind IN ('write', 'send'))
       AND idempotency_key_hash IS NULL AND NOT arguments_keyed AND NOT deduplicated
+),
+repeated AS (
+    SELECT h FROM calls GROUP BY h HAVING count(*) > 1
 )
 SELECT
     run_id, any_value(span_format) AS span_format, tool_name, any_value(tool_kind) AS tool_kind,
@@ -35,6 +42,7 @@ SELECT
     min(start_time) AS first_at, max(start_time) AS last_at, arg_min(trace_id, t) AS trace_id,
     list(span_id ORDER BY t, span_id) AS span_ids, arg_min(arguments_shown, t) AS arguments
 FROM calls
+WHERE h IN (SELECT h FROM repeated)
 GROUP BY run_id, tool_name, arguments_hash
 HAVING count(*) > 1
 ORDER BY calls DESC, run_id, tool_name, arguments_hash;

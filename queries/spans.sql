@@ -401,8 +401,10 @@ CREATE TEMP TABLE IF NOT EXISTS tool_span_selection (
 -- the table `peer_spans`: one row per such span with its format, whether it is a tool call (or
 -- why it was not understood), and the call's facts. The Python functions peer_result,
 -- peer_arguments and peer_name_kind (telemetry/forensics/peers.py) run here, once per peer tool
--- span with a recorded result or arguments (peer_name_kind once per tool name), never per
--- question, and never for our own spans. Recorded texts stay in the span attributes: only their
+-- span with a recorded result, arguments or a name (each remembers the short texts it has seen),
+-- never per question, and never for our own spans. The scans only a --tool-spans selection needs
+-- are left out without one (the variable tool_span_selectors, set by peers.install, is folded to a
+-- constant). Recorded texts stay in the span attributes: only their
 -- verdict, status and hash are kept, and the text itself only with --show-content (cut to
 -- 1,000 characters).
 CREATE OR REPLACE TEMP TABLE peer_spans AS
@@ -424,7 +426,7 @@ WITH candidates AS (
     SELECT trace_id, span_id, parent_span_id, name, status_code, error_type, start_time_unix_nano,
            end_time_unix_nano, attribute_keys, attribute_values, NULL, NULL, NULL, NULL, NULL, NULL
     FROM spans_base
-    WHERE transport IS NULL AND EXISTS (SELECT 1 FROM tool_span_selection)
+    WHERE coalesce(getvariable('tool_span_selectors'), 0) > 0 AND transport IS NULL
       AND NOT list_has_any(attribute_keys, ['gen_ai.operation.name', 'openinference.span.kind', 'traceloop.span.kind',
                                             'langfuse.observation.type', 'mlflow.spanType', 'code.function'])
 ),
@@ -448,25 +450,32 @@ marked AS (
                OR (list_contains(attribute_keys, 'mlflow.spanType') AND m_mlflow IS NULL) AS marker_not_text
     FROM candidates
 ),
+-- The spans --tool-spans selects (none without it), read apart from `marked` so that the spans
+-- with their attribute lists are streamed through once, never held for a second reader.
 selected AS (
-    SELECT m.trace_id, m.span_id, s.tool_name_key, s.arguments_keys, s.result_key, s.call_id_key, s.run_key,
+    SELECT b.trace_id, b.span_id, s.tool_name_key, s.arguments_keys, s.result_key, s.call_id_key, s.run_key,
            s.agent_key
-    FROM marked m
+    FROM spans_base b
     JOIN tool_span_selection s
-      ON (s.name_glob IS NULL OR m.name GLOB s.name_glob)
-     AND (s.attribute_key IS NULL OR (list_contains(m.attribute_keys, s.attribute_key)
+      ON (s.name_glob IS NULL OR b.name GLOB s.name_glob)
+     AND (s.attribute_key IS NULL OR (list_contains(b.attribute_keys, s.attribute_key)
           AND (s.attribute_value IS NULL
-               OR m.attribute_values[list_position(m.attribute_keys, s.attribute_key)] GLOB s.attribute_value)))
-    WHERE m.tool_format IS NULL
-    QUALIFY row_number() OVER (PARTITION BY m.trace_id, m.span_id ORDER BY s.position) = 1
+               OR b.attribute_values[list_position(b.attribute_keys, s.attribute_key)] GLOB s.attribute_value)))
+    WHERE coalesce(getvariable('tool_span_selectors'), 0) > 0 AND b.transport IS NULL
+      AND NOT coalesce(peer_plain(b.attribute_values[list_position(b.attribute_keys, 'gen_ai.operation.name')]) = 'execute_tool'
+                       OR peer_plain(b.attribute_values[list_position(b.attribute_keys, 'openinference.span.kind')]) = 'TOOL'
+                       OR peer_plain(b.attribute_values[list_position(b.attribute_keys, 'traceloop.span.kind')]) = 'tool'
+                       OR peer_plain(b.attribute_values[list_position(b.attribute_keys, 'langfuse.observation.type')]) = 'tool'
+                       OR peer_plain(b.attribute_values[list_position(b.attribute_keys, 'mlflow.spanType')]) = 'TOOL', false)
+    QUALIFY row_number() OVER (PARTITION BY b.trace_id, b.span_id ORDER BY s.position) = 1
 ),
 facts AS (
     SELECT m.*, coalesce(m.tool_format, CASE WHEN s.span_id IS NOT NULL THEN 'selected' END) AS call_format,
            s.tool_name_key, s.arguments_keys, s.result_key, s.call_id_key, s.run_key, s.agent_key
     FROM marked m LEFT JOIN selected s ON s.trace_id = m.trace_id AND s.span_id = m.span_id
 ),
--- Each call's facts, once (materialized: three consumers below), without the attribute lists.
-calls AS MATERIALIZED (
+-- Each call's facts, without the attribute lists.
+calls AS (
     SELECT * EXCLUDE (named, attribute_keys, attribute_values, tool_name_key, arguments_keys, result_key, call_id_key,
                       run_key, agent_key, m_genai, m_openinference, m_traceloop, m_langfuse, m_mlflow),
            coalesce(nullif(named, ''), nullif(CASE WHEN starts_with(name, 'execute_tool ') THEN substr(name, 14)
@@ -527,61 +536,14 @@ calls AS MATERIALIZED (
     FROM facts
     )
 ),
--- OpenInference writes a tool span without the model's call id: the LLM span that asked for the
--- call has it (llm.output_messages.{i}.message.tool_calls.{j}.tool_call.id, with the function
--- name beside it). A tool span is matched to its parent when that is an LLM span, else to the
--- latest LLM span of its trace that ended before it started and asked for a tool of its name
--- (LangGraph puts the model and the tools in sibling nodes, so the LLM span is a cousin); the
--- k-th tool span of a name matched to an LLM span takes the k-th call of that name in it.
-oi_llm_calls AS (
-    SELECT trace_id, span_id AS llm_span_id, parent_span_id AS llm_parent_id, end_time_unix_nano AS llm_end,
-           CAST(m['i'] AS INTEGER) AS i, CAST(m['j'] AS INTEGER) AS j,
-           max(v) FILTER (WHERE m['what'] = 'tool_call.id') AS call_id,
-           max(v) FILTER (WHERE m['what'] = 'tool_call.function.name') AS function_name
-    FROM (
-        SELECT trace_id, span_id, parent_span_id, end_time_unix_nano, v,
-               regexp_extract(k, '^llm\.output_messages\.([0-9]+)\.message\.tool_calls\.([0-9]+)\.(tool_call\.id|tool_call\.function\.name)$',
-                              ['i', 'j', 'what']) AS m
-        FROM (SELECT trace_id, span_id, parent_span_id, end_time_unix_nano,
-                     unnest(attribute_keys) AS k, unnest(attribute_values) AS v
-              FROM marked WHERE m_openinference = 'LLM')
-    )
-    WHERE m['i'] <> ''
-    GROUP BY ALL
-),
-oi_tools AS (
-    SELECT trace_id, span_id, parent_span_id, start_time_unix_nano, tool_name
-    FROM calls WHERE call_format = 'openinference' AND recorded_call_id IS NULL AND tool_name IS NOT NULL
-),
-oi_assigned AS (
-    SELECT t.trace_id, t.span_id, t.tool_name, t.start_time_unix_nano, l.llm_span_id
-    FROM oi_tools t
-    JOIN (SELECT DISTINCT trace_id, llm_span_id, llm_parent_id, llm_end, function_name FROM oi_llm_calls) l
-      ON l.trace_id = t.trace_id AND l.function_name = t.tool_name
-     AND (l.llm_span_id = t.parent_span_id OR l.llm_end <= t.start_time_unix_nano)
-    QUALIFY row_number() OVER (PARTITION BY t.trace_id, t.span_id
-                               ORDER BY l.llm_span_id = t.parent_span_id DESC, l.llm_end DESC, l.llm_span_id) = 1
-),
-oi_call_ids AS (
-    SELECT a.trace_id, a.span_id, c.call_id
-    FROM (SELECT *, row_number() OVER (PARTITION BY trace_id, llm_span_id, tool_name
-                                       ORDER BY start_time_unix_nano, span_id) AS k FROM oi_assigned) a
-    JOIN (SELECT *, row_number() OVER (PARTITION BY trace_id, llm_span_id, function_name ORDER BY i, j) AS k
-          FROM oi_llm_calls WHERE call_id IS NOT NULL) c
-      ON c.trace_id = a.trace_id AND c.llm_span_id = a.llm_span_id AND c.function_name = a.tool_name AND c.k = a.k
-),
-name_kinds AS (
-    SELECT tool_name, peer_name_kind(tool_name) AS name_kind
-    FROM (SELECT DISTINCT tool_name FROM calls WHERE call_format IS NOT NULL AND tool_name IS NOT NULL)
-),
 -- The verdicts come back as one text each ('status:outcome', 'status:hash:keyed:kind'): a struct
--- per row costs DuckDB more than the verdict itself.
-judged AS MATERIALIZED (
-    SELECT n.*, o.call_id AS parent_call_id, k.name_kind,
-           peer_result(n.result_text) AS verdict, peer_arguments(n.arguments_text) AS args
-    FROM calls n
-    LEFT JOIN oi_call_ids o ON o.trace_id = n.trace_id AND o.span_id = n.span_id
-    LEFT JOIN name_kinds k ON k.tool_name = n.tool_name AND n.call_format IS NOT NULL
+-- per row costs DuckDB more than the verdict itself. Each function runs once per row that has its
+-- input (a test counts the calls).
+judged AS (
+    SELECT *, CASE WHEN call_format IS NOT NULL AND tool_name IS NOT NULL THEN peer_name_kind(tool_name) END AS name_kind,
+           CASE WHEN result_text IS NOT NULL THEN peer_result(result_text) END AS verdict,
+           CASE WHEN arguments_text IS NOT NULL THEN peer_arguments(arguments_text) END AS args
+    FROM calls
 )
 SELECT
     trace_id, span_id,
@@ -593,9 +555,9 @@ SELECT
     call_format IS NULL AND marker_format IS NULL AND code_function IS NOT NULL AS function_span,
     CASE WHEN call_format IS NOT NULL THEN tool_name END AS tool_name,
     CASE WHEN call_format IS NOT NULL THEN tool_name_source END AS tool_name_source,
-    coalesce(recorded_call_id, parent_call_id) AS call_id,
-    CASE WHEN recorded_call_id IS NOT NULL THEN 'attribute' WHEN parent_call_id IS NOT NULL THEN 'parent LLM span' END
-        AS call_id_source,
+    parent_span_id, start_time_unix_nano,
+    recorded_call_id AS call_id,
+    CASE WHEN recorded_call_id IS NOT NULL THEN 'attribute' END AS call_id_source,
     run_value AS run_id,
     CASE WHEN call_format IS NULL THEN NULL WHEN run_value IS NOT NULL THEN run_key_found ELSE 'trace id' END AS run_source,
     recorded_agent AS agent_id,
@@ -614,6 +576,57 @@ SELECT
     CASE WHEN coalesce(getvariable('show_content'), false) THEN left(arguments_text, 1000) END AS arguments_shown,
     CASE WHEN coalesce(getvariable('show_content'), false) THEN left(result_text, 1000) END AS result_shown
 FROM judged;
+
+-- OpenInference writes a tool span without the model's call id: the LLM span that asked for the
+-- call has it (llm.output_messages.{i}.message.tool_calls.{j}.tool_call.id, with the function
+-- name beside it). A tool span is matched to its parent when that is an LLM span, else to the
+-- latest LLM span of its trace that ended before it started and asked for a tool of its name
+-- (LangGraph puts the model and the tools in sibling nodes, so the LLM span is a cousin); the
+-- k-th tool span of a name matched to an LLM span takes the k-th call of that name in it.
+UPDATE peer_spans SET call_id = oi_call_ids.call_id, call_id_source = 'parent LLM span'
+FROM (
+WITH oi_tools AS (
+    SELECT trace_id, span_id, parent_span_id, start_time_unix_nano, tool_name
+    FROM peer_spans WHERE span_format = 'openinference' AND is_tool_call AND call_id IS NULL
+),
+oi_llm_calls AS (
+    SELECT trace_id, span_id AS llm_span_id, parent_span_id AS llm_parent_id, end_time_unix_nano AS llm_end,
+           CAST(m['i'] AS INTEGER) AS i, CAST(m['j'] AS INTEGER) AS j,
+           max(v) FILTER (WHERE m['what'] = 'tool_call.id') AS call_id,
+           max(v) FILTER (WHERE m['what'] = 'tool_call.function.name') AS function_name
+    FROM (
+        SELECT trace_id, span_id, parent_span_id, end_time_unix_nano, v,
+               regexp_extract(k, '^llm\.output_messages\.([0-9]+)\.message\.tool_calls\.([0-9]+)\.(tool_call\.id|tool_call\.function\.name)$',
+                              ['i', 'j', 'what']) AS m
+        FROM (SELECT trace_id, span_id, parent_span_id, end_time_unix_nano,
+                     unnest(attribute_keys) AS k, unnest(attribute_values) AS v
+              FROM spans_base
+              WHERE transport IS NULL AND trace_id IN (SELECT trace_id FROM oi_tools)
+                AND peer_plain(attribute_values[list_position(attribute_keys, 'openinference.span.kind')]) = 'LLM')
+    )
+    WHERE m['i'] <> ''
+    GROUP BY ALL
+),
+oi_assigned AS (
+    SELECT t.trace_id, t.span_id, t.tool_name, t.start_time_unix_nano, l.llm_span_id
+    FROM oi_tools t
+    JOIN (SELECT DISTINCT trace_id, llm_span_id, llm_parent_id, llm_end, function_name FROM oi_llm_calls) l
+      ON l.trace_id = t.trace_id AND l.function_name = t.tool_name
+     AND (l.llm_span_id = t.parent_span_id OR l.llm_end <= t.start_time_unix_nano)
+    QUALIFY row_number() OVER (PARTITION BY t.trace_id, t.span_id
+                               ORDER BY l.llm_span_id = t.parent_span_id DESC, l.llm_end DESC, l.llm_span_id) = 1
+),
+oi_call_ids AS (
+    SELECT a.trace_id, a.span_id, c.call_id
+    FROM (SELECT *, row_number() OVER (PARTITION BY trace_id, llm_span_id, tool_name
+                                       ORDER BY start_time_unix_nano, span_id) AS k FROM oi_assigned) a
+    JOIN (SELECT *, row_number() OVER (PARTITION BY trace_id, llm_span_id, function_name ORDER BY i, j) AS k
+          FROM oi_llm_calls WHERE call_id IS NOT NULL) c
+      ON c.trace_id = a.trace_id AND c.llm_span_id = a.llm_span_id AND c.function_name = a.tool_name AND c.k = a.k
+)
+SELECT * FROM oi_call_ids
+) oi_call_ids
+WHERE peer_spans.trace_id = oi_call_ids.trace_id AND peer_spans.span_id = oi_call_ids.span_id;
 
 -- The `spans` view: every span once, with `attributes` (computed only when a query selects it).
 -- Our own spans keep what they recorded; a peer tool span (a row of peer_spans that is a tool

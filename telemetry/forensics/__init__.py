@@ -1,4 +1,5 @@
-"""Offline trace forensics: DuckDB over OTLP JSON-lines traces (ours or a Collector's).
+"""Offline trace forensics: DuckDB over OTLP JSON-lines traces (ours, a Collector's, or another
+instrumentation's: docs/peer-traces.md).
 
 ``open_traces(paths)`` loads files into the normalized ``spans`` relation
 (``queries/spans.sql``); each question in ``queries/`` is one SQL file; ``ingest`` converts to
@@ -13,6 +14,7 @@ require("duckdb", extra="forensics", needed_for="telemetry.forensics")  # fail e
 
 from .api import Forensics, open_clickhouse, open_traces  # noqa: E402
 from .ingest import IngestResult, ingest  # noqa: E402
+from .peers import ToolSpanSelector  # noqa: E402
 from .questions import QUESTION_NAMES, Question, all_questions, question  # noqa: E402
 from .report import Report, Section, format_rows  # noqa: E402
 
@@ -23,6 +25,7 @@ __all__ = [
     "Question",
     "Report",
     "Section",
+    "ToolSpanSelector",
     "all_questions",
     "format_rows",
     "ingest",

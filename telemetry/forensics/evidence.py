@@ -258,10 +258,27 @@ def columns_and_rows(con: duckdb.DuckDBPyConnection, sql: str,
     return columns, [dict(zip(columns, row)) for row in result.fetchall()]
 
 
-_JUDGED_SQL = "SELECT " + ", ".join(
-    f"count(*) FILTER (WHERE {NEEDS[name].predicate()})" for name in QUESTION_NAMES) + \
-    " FROM spans WHERE tool_name IS NOT NULL"
-"""How many tool spans each question could judge, in one scan (predicates from :data:`NEEDS`)."""
+_COUNTS_SQL = """
+SELECT count(*),
+       count(*) FILTER (WHERE tool_name IS NOT NULL),
+       count(*) FILTER (WHERE tool_name IS NOT NULL AND run_id = trace_id),
+       count(DISTINCT trace_id) FILTER (WHERE tool_name IS NOT NULL AND run_id = trace_id),
+       count(*) FILTER (WHERE span_format = 'outcome-telemetry'),
+       """ + ",\n       ".join(f"count(*) FILTER (WHERE tool_name IS NOT NULL AND {NEEDS[name].predicate()})"
+                             for name in QUESTION_NAMES) + """
+FROM spans
+"""
+"""One scan for the counts: spans, tool spans, tool spans whose run is their trace (no
+gen_ai.conversation.id, nor on another instrumentation's span its format's session id), and per
+question the tool spans it could judge (predicates from :data:`NEEDS`)."""
+_KINDS_SQL = """
+SELECT span_format, tool_kind_source, tool_kind, count(*) FROM spans
+WHERE tool_kind_source <> 'recorded' AND (tool_name IS NOT NULL OR state_key IS NOT NULL
+      OR objective_task_id IS NOT NULL OR idempotency_key_hash IS NOT NULL)
+GROUP BY ALL
+"""
+"""Where the kinds came from, in one scan: ours in the evidence's own counts, other
+instrumentations' in their format's (:mod:`.format_evidence`)."""
 
 
 def gather(con: duckdb.DuckDBPyConnection, load: LoadReport, *, shape_failures: int = 0) -> Evidence:
@@ -270,28 +287,16 @@ def gather(con: duckdb.DuckDBPyConnection, load: LoadReport, *, shape_failures: 
     con.execute("DELETE FROM clock_skew").fetchall()
     con.execute(_SKEW_SQL).fetchall()
     evidence = Evidence(load=load)
-    # A tool span's run is its trace when it names none: no gen_ai.conversation.id, nor (on
-    # another instrumentation's span) its format's session id.
-    counts = con.execute("""
-        SELECT count(*),
-               count(*) FILTER (WHERE tool_name IS NOT NULL),
-               count(*) FILTER (WHERE tool_name IS NOT NULL AND run_id = trace_id),
-               count(DISTINCT trace_id) FILTER (WHERE tool_name IS NOT NULL AND run_id = trace_id)
-        FROM spans
-    """).fetchall()[0]
+    counts = con.execute(_COUNTS_SQL).fetchall()[0]
     evidence.spans_kept, evidence.tool_spans = int(counts[0]), int(counts[1])
     evidence.without_conversation_spans, evidence.without_conversation_traces = int(counts[2]), int(counts[3])
-    evidence.formats = gather_formats(con, shape_failures)
-    judged = con.execute(_JUDGED_SQL).fetchall()[0]
-    evidence.judged = {name: int(n) for name, n in zip(QUESTION_NAMES, judged)}
-    # Other instrumentations' tool calls have their kinds in the per-format evidence.
-    for source, kind, n in con.execute("""
-        SELECT tool_kind_source, tool_kind, count(*) FROM spans
-        WHERE tool_kind_source <> 'recorded' AND (tool_name IS NOT NULL OR state_key IS NOT NULL
-              OR objective_task_id IS NOT NULL OR idempotency_key_hash IS NOT NULL)
-          AND coalesce(span_format, 'outcome-telemetry') = 'outcome-telemetry'
-        GROUP BY ALL
-    """).fetchall():
+    evidence.judged = {name: int(n) for name, n in zip(QUESTION_NAMES, counts[5:])}
+    kinds = con.execute(_KINDS_SQL).fetchall()
+    peer_kinds = [(fmt, source, n) for fmt, source, _kind, n in kinds if fmt not in (None, "outcome-telemetry")]
+    evidence.formats = gather_formats(con, shape_failures, peer_kinds, ours=int(counts[4]))
+    for fmt, source, kind, n in kinds:
+        if fmt not in (None, "outcome-telemetry"):
+            continue  # another instrumentation's tool call: in its format's evidence
         if source == "inferred":
             evidence.kind_inferred[str(kind)] = int(n)
         elif source == "ambiguous":

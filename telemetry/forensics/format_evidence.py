@@ -15,7 +15,7 @@ Nothing of a call's content is read here: counts, format names and setting names
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Sequence
 
 import duckdb
 
@@ -42,20 +42,22 @@ SELECT span_format,
        count(*) FILTER (WHERE is_tool_call AND result_status IN ('judged', 'text')) AS results_judged,
        count(*) FILTER (WHERE is_tool_call AND arguments_hash IS NULL) AS without_arguments,
        count(*) FILTER (WHERE is_tool_call AND arguments_status IN ('too_large', 'malformed')) AS arguments_skipped,
+       count(*) FILTER (WHERE is_tool_call AND tool_name_source = 'span name') AS named_from_span,
+       count(*) FILTER (WHERE is_tool_call AND call_id_source = 'parent LLM span') AS call_id_from_parent,
+       count(*) FILTER (WHERE function_span AND NOT is_tool_call) AS function_spans,
        count(*) FILTER (WHERE is_tool_call AND call_id IS NULL) AS without_call_id
-FROM peer_spans WHERE span_format IS NOT NULL
-GROUP BY span_format ORDER BY span_format
+FROM peer_spans
+GROUP BY span_format ORDER BY span_format NULLS LAST
 """
+_KIND_FROM = {c.KIND_SOURCE_FROM_NAME: "tool kind from the name",
+              c.KIND_SOURCE_FROM_ARGUMENTS: "tool kind from the arguments",
+              c.KIND_SOURCE_INFERRED: "tool kind from the attributes"}
 _NOT_UNDERSTOOD_SQL = """
 SELECT span_format, not_understood, count(*) FROM peer_spans
 WHERE not_understood IS NOT NULL GROUP BY ALL ORDER BY ALL
 """
 _RUNS_SQL = """
 SELECT span_format, run_source, count(*) FROM peer_spans WHERE is_tool_call GROUP BY ALL ORDER BY ALL
-"""
-_KINDS_SQL = """
-SELECT span_format, tool_kind_source, count(*) FROM spans
-WHERE span_format IS NOT NULL AND tool_name IS NOT NULL GROUP BY ALL ORDER BY ALL
 """
 
 
@@ -189,47 +191,44 @@ def _count(con: duckdb.DuckDBPyConnection, sql: str) -> list[tuple[Any, ...]]:
     return list(con.execute(sql).fetchall())
 
 
-def gather_formats(con: duckdb.DuckDBPyConnection, shape_failures: int = 0) -> FormatEvidence:
-    """The per-format evidence over the loaded spans in ``con`` (``finish_load`` must have run)."""
+def gather_formats(con: duckdb.DuckDBPyConnection, shape_failures: int = 0,
+                   kinds: Sequence[tuple[Any, Any, int]] = (), ours: int = 0) -> FormatEvidence:
+    """The per-format evidence over the loaded spans in ``con`` (``finish_load`` must have run);
+    ``kinds``: (format, tool_kind_source, count) of other instrumentations' tool calls and
+    ``ours``: our own tool spans, both from the scans the evidence makes of ``spans`` anyway."""
     out = FormatEvidence(shape_failures=shape_failures)
-    ours = con.execute("SELECT count(*) FROM spans WHERE span_format = ?", [c.FORMAT_OURS]).fetchall()[0][0]
     if ours:
         out.formats[c.FORMAT_OURS] = FormatCounts(c.FORMAT_OURS, spans=int(ours), tool_calls=int(ours))
     result = con.execute(_PEER_SQL)
     columns = [d[0] for d in result.description]
     for row in result.fetchall():
         v = dict(zip(columns, row))
+        out.unselected_function_spans += int(v["function_spans"])
+        if v["span_format"] is None:  # function spans no format marks
+            continue
         name = str(v["span_format"])
         out.formats[name] = FormatCounts(
             name, spans=int(v["spans"]), tool_calls=int(v["tool_calls"]), without_result=int(v["without_result"]),
             results_judged=int(v["results_judged"]), results_too_large=int(v["results_too_large"]),
             results_malformed=int(v["results_malformed"]), without_arguments=int(v["without_arguments"]),
             arguments_skipped=int(v["arguments_skipped"]), without_call_id=int(v["without_call_id"]))
-    for name, named, parent in _count(con, "SELECT span_format, count(*) FILTER (WHERE tool_name_source = 'span name'), "
-                                           "count(*) FILTER (WHERE call_id_source = 'parent LLM span') FROM peer_spans "
-                                           "WHERE is_tool_call GROUP BY 1"):
-        f = out.formats[str(name)]
-        if named:
-            f.inferred["tool name from the span name"] = int(named)
-        if parent:
-            f.inferred["call id from the parent LLM span"] = int(parent)
+        f = out.formats[name]
+        if v["named_from_span"]:
+            f.inferred["tool name from the span name"] = int(v["named_from_span"])
+        if v["call_id_from_parent"]:
+            f.inferred["call id from the parent LLM span"] = int(v["call_id_from_parent"])
     for name, reason, n in _count(con, _NOT_UNDERSTOOD_SQL):
         out.formats.setdefault(str(name), FormatCounts(str(name))).not_understood[str(reason)] = int(n)
     for name, source, n in _count(con, _RUNS_SQL):
         what = "run id from the trace id" if source == "trace id" else f"run id from {source}"
         out.formats[str(name)].inferred[what] = int(n)
-    for name, source, n in _count(con, _KINDS_SQL):
+    for name, source, n in kinds:
         counts = out.formats.get(str(name))
         if counts is None or counts.name == c.FORMAT_OURS:
             continue
-        if source == c.KIND_SOURCE_FROM_NAME:
-            counts.inferred["tool kind from the name"] = int(n)
-        elif source == c.KIND_SOURCE_FROM_ARGUMENTS:
-            counts.inferred["tool kind from the arguments"] = int(n)
-        elif source == c.KIND_SOURCE_INFERRED:
-            counts.inferred["tool kind from the attributes"] = int(n)
+        kind_from = _KIND_FROM.get(str(source))
+        if kind_from is not None:
+            counts.inferred[kind_from] = counts.inferred.get(kind_from, 0) + int(n)
         elif source in (c.KIND_SOURCE_UNDECIDED, c.KIND_SOURCE_AMBIGUOUS):
             counts.kind_undecided += int(n)
-    out.unselected_function_spans = int(con.execute(
-        "SELECT count(*) FROM peer_spans WHERE function_span AND NOT is_tool_call").fetchall()[0][0])
     return out

@@ -10,8 +10,8 @@
   whether they carry an idempotency key, and the kind their parameter names say;
 - ``peer_name_kind(name)``: the kind a tool's name says (:mod:`telemetry.tool_kinds`, the audit's rules).
 
-Each runs once per peer tool span (``peer_name_kind`` once per tool name) while ``peer_spans`` is
-built, never per question and never for our own spans. Every text is hostile: parsed with the
+Each runs once per peer tool span while ``peer_spans`` is built (remembering the verdicts of short
+texts it has seen: tool names, ``{"ok": true}``), never per question and never for our own spans. Every text is hostile: parsed with the
 standard JSON parser only, bounded in size, and any failure is a status, never an exception into
 DuckDB. ``--tool-spans`` selectors are inserted into ``tool_span_selection`` with bound values.
 """
@@ -215,28 +215,23 @@ def judge_result(text: Optional[str], options: Optional[PeerOptions] = None) -> 
         return c.RESULT_MALFORMED, None
 
 
-_CACHED = 65_536
-_CACHED_CHARS = 2_048
-"""Verdicts are remembered per connection, by text, for texts up to this long (at most
-:data:`_CACHED` of them): tools return the same result again and again (``{"ok": true}``), and a
-retried call records the same arguments; a long text is judged every time rather than kept."""
+_CACHED = 8_192
+_CACHED_CHARS = 1_024
+"""Verdicts are remembered per connection, by text, for texts up to this long (the last
+:data:`_CACHED` of them, at most 8 MB): tools return the same result again and again
+(``{"ok": true}``), and a retried call records the same arguments; a long text is judged every
+time rather than kept."""
 
 
-def _remembered(judge: Callable[[str], str]) -> Callable[[Optional[str]], Optional[str]]:
-    """``judge`` for SQL (None stays None), remembering the verdicts of short texts."""
-    seen: dict[str, str] = {}
+def _remembered(judge: Callable[[str], Optional[str]]) -> Callable[[Optional[str]], Optional[str]]:
+    """``judge`` for SQL (None stays None), remembering the verdicts of the short texts seen last
+    (least recently used out first: a run's calls sit together, so its repeats are near)."""
+    cached = lru_cache(maxsize=_CACHED)(judge)
 
     def remembered(text: Optional[str]) -> Optional[str]:
         if text is None:
             return None
-        if len(text) > _CACHED_CHARS:
-            return judge(text)
-        verdict = seen.get(text)
-        if verdict is None:
-            verdict = judge(text)
-            if len(seen) < _CACHED:
-                seen[text] = verdict
-        return verdict
+        return judge(text) if len(text) > _CACHED_CHARS else cached(text)
     return remembered
 
 
@@ -249,17 +244,26 @@ def _peer_result(options: Optional[PeerOptions]) -> Callable[[Optional[str]], Op
     return _remembered(peer_result)
 
 
+_JSON_STARTS = frozenset('{["')
+
+
+def _json_or_text(text: str) -> Any:
+    """``text`` parsed when it looks like a JSON object, array or string and is one, else ``text``."""
+    head = text[:1]
+    if head not in _JSON_STARTS and (not head.isspace() or text.lstrip()[:1] not in _JSON_STARTS):
+        return text
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError):
+        return text
+
+
 def _parsed(text: str) -> Any:
     """``text`` as JSON data when it is JSON (a JSON text encoded once more is parsed again), else
     the text itself."""
-    value: Any = text
-    for _ in range(2):
-        if not isinstance(value, str) or value.lstrip()[:1] not in ("{", "[", '"'):
-            return value
-        try:
-            value = json.loads(value)
-        except (ValueError, RecursionError):
-            return value
+    value = _json_or_text(text)
+    if type(value) is str and value is not text:
+        return _json_or_text(value)
     return value
 
 
@@ -267,10 +271,32 @@ _CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_asci
 """Arguments dumped again with sorted keys and no spaces: the same arguments, the same text."""
 
 
+def _canonical_encoder() -> Callable[[Any], str]:
+    """:data:`_CANONICAL`'s ``encode``, through the C encoder made once when there is one (the
+    encoder object ``encode`` makes on every call cost as much as the dump itself). Parsed JSON
+    holds no cycles and nothing JSON cannot encode, so neither check is needed."""
+    make = getattr(json.encoder, "c_make_encoder", None)
+    if make is None:
+        return _CANONICAL.encode
+    try:
+        dump = make(None, None, json.encoder.encode_basestring, None, ":", ",", True, False, True)
+    except Exception:  # another Python's C encoder: the plain one
+        return _CANONICAL.encode
+
+    def encode(value: Any) -> str:
+        return "".join(dump(value, 0))
+    return encode
+
+
+_canonical = _canonical_encoder()
+
+
 @lru_cache(maxsize=4096)
-def _parameter_facts(names: tuple[str, ...]) -> tuple[bool, Optional[str]]:
-    """(an idempotency key among them, the kind they say): the same tools pass the same names."""
-    return any(is_key_parameter(n) for n in names), kind_from_parameters(names)
+def _parameter_facts(names: tuple[Any, ...]) -> tuple[tuple[str, ...], Optional[str]]:
+    """(the names that are idempotency keys, the kind the names say): a tool passes the same names
+    call after call, so this is worked out once per set of names."""
+    text = tuple(n for n in names if isinstance(n, str))
+    return tuple(n for n in text if is_key_parameter(n)), kind_from_parameters(text)
 
 
 def arguments_facts(text: Optional[str]) -> Optional[tuple[str, Optional[str], bool, Optional[str]]]:
@@ -292,14 +318,14 @@ def arguments_facts(text: Optional[str]) -> Optional[tuple[str, Optional[str], b
             canonical = value
         else:
             status = RECORDED_JUDGED
-            canonical = _CANONICAL.encode(value)
+            canonical = _canonical(value)
         digest = hashlib.sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest()[:16]
         keyed, kind = False, None
         if type(value) is dict:
             inner = value.get("kwargs")  # traceloop and langfuse record {"args": [...], "kwargs": {...}}
-            scopes = (value, inner) if type(inner) is dict else (value,)
-            names = tuple(k for scope in scopes for k, v in scope.items() if v is not None and v != "")
-            keyed, kind = _parameter_facts(names)
+            scope = {**value, **inner} if type(inner) is dict else value
+            keys, kind = _parameter_facts(tuple(scope))
+            keyed = any(scope[k] not in (None, "") for k in keys)
         return status, digest, keyed, kind
     except Exception:  # e.g. RecursionError while dumping a hostile nesting: counted, never a crash
         return c.RESULT_MALFORMED, None, False, None
@@ -313,7 +339,7 @@ def _peer_arguments(text: str) -> str:
     return f"{status}:{digest or ''}:{1 if keyed else 0}:{kind or ''}"
 
 
-def _name_kind(name: Optional[str]) -> Optional[str]:
+def _name_kind(name: str) -> Optional[str]:
     if not name:
         return None
     try:
@@ -350,7 +376,7 @@ def install(con: duckdb.DuckDBPyConnection, options: Optional[PeerOptions] = Non
     chosen = options if options is not None else PeerOptions()
     _register(con, "peer_result", _peer_result(chosen), replace)
     _register(con, "peer_arguments", _remembered(_peer_arguments), replace)
-    _register(con, "peer_name_kind", _name_kind, replace)
+    _register(con, "peer_name_kind", _remembered(_name_kind), replace)
     if not replace:
         return
     con.execute("DELETE FROM tool_span_selection").fetchall()
@@ -358,8 +384,10 @@ def install(con: duckdb.DuckDBPyConnection, options: Optional[PeerOptions] = Non
         con.execute("INSERT INTO tool_span_selection VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     [position, s.name, s.attribute, s.value, s.tool_name, list(s.arguments), s.result, s.call_id,
                      s.run, s.agent]).fetchall()
-    # A constant chosen here (True or False), never user text.
+    # Constants chosen here (a boolean, a count), never user text. The count lets the SQL leave out
+    # the scans a selection needs when there is none.
     con.execute(f"SET VARIABLE show_content = {'true' if chosen.show_content else 'false'}").fetchall()
+    con.execute(f"SET VARIABLE tool_span_selectors = {int(len(chosen.tool_spans))}").fetchall()
 
 
 def options_from(tool_spans: Union[None, str, ToolSpanSelector, Iterable[Union[str, ToolSpanSelector]]] = None,

@@ -359,3 +359,21 @@ def test_the_docs_page_says_what_each_format_cannot_tell_and_how_to_turn_content
         assert " ".join(fmt.content_setting.split()).lower() in page.lower(), fmt.name
     for option in ("--tool-spans", "--result-shape", "--show-content"):
         assert f"## `{option}" in page
+
+
+def test_each_recorded_result_is_judged_once_however_many_columns_read_the_verdict(tmp_path: Path) -> None:
+    """The layer calls its functions once per peer tool span (a shape sees every distinct result
+    once), never per question or per column, and never for a span without a result."""
+    seen: list[Any] = []
+
+    def counting(value: Any) -> None:
+        seen.append(value)
+        return None
+
+    trace = hex_id("trace:once", 32)
+    spans = [genai_tool(trace, n, "refund", **{c.GEN_AI_TOOL_CALL_RESULT: json.dumps({"ok": True, "n": n})})
+             for n in range(5)] + [genai_tool(trace, 9, "refund")]
+    with open_traces([write(tmp_path, spans)], result_shapes=[counting]) as traces:
+        traces.report()
+        traces.run("masked_failures")
+    assert sorted(v["n"] for v in seen) == [0, 1, 2, 3, 4]

@@ -163,7 +163,9 @@ def test_no_content_reaches_a_report_without_show_content(fmt: str, path: Path, 
     text = capsys.readouterr().out
     forensics_main(base + ["--format", "json"])
     doc = capsys.readouterr().out
-    for shown in (text, doc, page.read_text()):
+    html = page.read_text()
+    assert 'id="not-judged"' in html and 'id="formats"' in html and f"<td>{fmt}</td>" in html  # the HTML evidence
+    for shown in (text, doc, html):
         for value in secret:
             assert value not in shown, value
         assert "quota_exceeded" in shown and "refund" in shown  # outcome codes and tool names are
