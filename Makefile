@@ -6,10 +6,10 @@ STAMP  := $(VENV)/.installed
 
 .PHONY: demo test test-crewai bench lint clean
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml constraints/dev.txt
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[dev]'
+	$(PY) -m pip install --quiet -e '.[dev]' -c constraints/dev.txt
 	touch $(STAMP)
 
 # CrewAI's tests in an environment of their own: crewai pins mcp<2, the rest of the suite needs mcp 2.
