@@ -44,7 +44,8 @@
 --   arguments_keyed (BOOLEAN: an idempotency key among them), tool_call_id (gen_ai.tool.call.id, or
 --   the format's, or the parent LLM span's), arguments_shown, result_shown (the recorded texts, cut
 --   to 1,000 characters, only with --show-content; NULL otherwise); on a peer tool call tool_name,
---   agent_id, transport, readback ('unknown'), outcome and tool_kind are filled from its format
+--   agent_id, transport, readback ('unknown'), outcome and tool_kind are filled from its format (a
+--   peer span around one of our tool spans has no tool_name: the call is ours)
 --
 -- Example: SELECT run_id, name, outcome, attr(attributes, 'error.type') FROM spans
 --          WHERE transport = 'ok' AND outcome <> 'ok';
@@ -553,6 +554,7 @@ SELECT
          WHEN call_format IS NULL AND marker_not_text THEN 'its format''s marker attribute is not a text value'
          END AS not_understood,
     call_format IS NULL AND marker_format IS NULL AND code_function IS NOT NULL AS function_span,
+    false AS around_ours,
     CASE WHEN call_format IS NOT NULL THEN tool_name END AS tool_name,
     CASE WHEN call_format IS NOT NULL THEN tool_name_source END AS tool_name_source,
     parent_span_id, start_time_unix_nano,
@@ -576,6 +578,24 @@ SELECT
     CASE WHEN coalesce(getvariable('show_content'), false) THEN left(arguments_text, 1000) END AS arguments_shown,
     CASE WHEN coalesce(getvariable('show_content'), false) THEN left(result_text, 1000) END AS result_shown
 FROM judged;
+
+-- A framework's tool span around a call our decorator recorded too (pydantic-ai's execute_tool
+-- span around an instrumented tool, one of our integrations inside a traced framework) is the
+-- same call: our span, its child, tells it, so the framework's is no tool call of its own
+-- (around_ours; observe_tool_spans skips it the same way), and the view leaves its tool_name
+-- (gen_ai.tool.name, read for every span) empty so the call is not counted twice.
+UPDATE peer_spans SET is_tool_call = false, around_ours = true, tool_name = NULL, transport = NULL, outcome = NULL,
+                      run_id = NULL, agent_id = NULL, call_id = NULL, tool_kind = NULL, tool_kind_source = NULL,
+                      result_status = NULL, arguments_hash = NULL, arguments_keyed = false, arguments_shown = NULL,
+                      result_shown = NULL
+FROM (
+    SELECT DISTINCT o.trace_id, o.parent_span_id
+    FROM spans_base o
+    JOIN (SELECT trace_id, span_id FROM peer_spans WHERE is_tool_call) p
+      ON o.trace_id = p.trace_id AND o.parent_span_id = p.span_id
+    WHERE o.transport IS NOT NULL
+) ours
+WHERE peer_spans.trace_id = ours.trace_id AND peer_spans.span_id = ours.parent_span_id;
 
 -- OpenInference writes a tool span without the model's call id: the LLM span that asked for the
 -- call has it (llm.output_messages.{i}.message.tool_calls.{j}.tool_call.id, with the function
@@ -644,9 +664,9 @@ WHERE peer_spans.trace_id = oi_call_ids.trace_id AND peer_spans.span_id = oi_cal
 CREATE OR REPLACE TEMP VIEW spans AS
     SELECT * EXCLUDE (inferred, rd, wr, dl, pv, p_trace_id, p_span_id, p_format, p_tool_name, p_call_id, p_run_id,
                       p_agent_id, p_transport, p_outcome, p_result_status, p_arguments_hash, p_arguments_keyed,
-                      p_kind, p_kind_source, p_arguments_shown, p_result_shown)
+                      p_kind, p_kind_source, p_arguments_shown, p_result_shown, p_around_ours)
              REPLACE (coalesce(p_run_id, run_id) AS run_id,
-                      coalesce(tool_name, p_tool_name) AS tool_name,
+                      CASE WHEN NOT p_around_ours THEN coalesce(tool_name, p_tool_name) END AS tool_name,
                       coalesce(agent_id, p_agent_id) AS agent_id,
                       coalesce(transport, p_transport) AS transport,
                       coalesce(readback, CASE WHEN p_format IS NOT NULL THEN 'unknown' END) AS readback,
@@ -676,14 +696,17 @@ CREATE OR REPLACE TEMP VIEW spans AS
                    b.delegation_task_id IS NOT NULL OR b.delegation_origin_task_id IS NOT NULL
                        OR b.delegation_root_task_id IS NOT NULL OR b.delegation_hop IS NOT NULL AS dl,
                    b.policy_version IS NOT NULL AS pv,
-                   p.trace_id AS p_trace_id, p.span_id AS p_span_id, p.span_format AS p_format,
+                   p.trace_id AS p_trace_id, p.span_id AS p_span_id,
+                   CASE WHEN p.is_tool_call THEN p.span_format END AS p_format,
                    p.tool_name AS p_tool_name, p.call_id AS p_call_id, p.run_id AS p_run_id, p.agent_id AS p_agent_id,
                    p.transport AS p_transport, p.outcome AS p_outcome, p.result_status AS p_result_status,
                    p.arguments_hash AS p_arguments_hash, p.arguments_keyed AS p_arguments_keyed,
                    p.tool_kind AS p_kind, p.tool_kind_source AS p_kind_source,
-                   p.arguments_shown AS p_arguments_shown, p.result_shown AS p_result_shown
+                   p.arguments_shown AS p_arguments_shown, p.result_shown AS p_result_shown,
+                   coalesce(p.around_ours, false) AS p_around_ours
             FROM spans_base b
-            LEFT JOIN peer_spans p ON p.trace_id = b.trace_id AND p.span_id = b.span_id AND p.is_tool_call
+            LEFT JOIN peer_spans p ON p.trace_id = b.trace_id AND p.span_id = b.span_id
+                                  AND (p.is_tool_call OR p.around_ours)
         )
     );
 

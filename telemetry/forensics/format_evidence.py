@@ -14,8 +14,9 @@ Nothing of a call's content is read here: counts, format names and setting names
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any
 
 import duckdb
 
@@ -45,6 +46,7 @@ SELECT span_format,
        count(*) FILTER (WHERE is_tool_call AND tool_name_source = 'span name') AS named_from_span,
        count(*) FILTER (WHERE is_tool_call AND call_id_source = 'parent LLM span') AS call_id_from_parent,
        count(*) FILTER (WHERE function_span AND NOT is_tool_call) AS function_spans,
+       count(*) FILTER (WHERE around_ours) AS around_ours,
        count(*) FILTER (WHERE is_tool_call AND call_id IS NULL) AS without_call_id
 FROM peer_spans
 GROUP BY span_format ORDER BY span_format NULLS LAST
@@ -78,6 +80,8 @@ class FormatCounts:
     not_understood: dict[str, int] = field(default_factory=dict)
     inferred: dict[str, int] = field(default_factory=dict)
     kind_undecided: int = 0
+    around_ours: int = 0
+    """Tool spans around a call our decorator recorded too: the call is read from our span."""
 
     @property
     def content_setting(self) -> str:
@@ -108,6 +112,7 @@ class FormatCounts:
             "without_call_id": self.without_call_id,
             "inferred": dict(self.inferred),
             "tool_kind_undecided": self.kind_undecided,
+            "around_our_tool_spans": self.around_ours,
             "cannot_tell": self.cannot_tell,
         })
         return out
@@ -127,6 +132,8 @@ class FormatCounts:
             out.append("      inferred: " + ", ".join(f"{what} {n:,}" for what, n in sorted(self.inferred.items())))
         if self.kind_undecided:
             out.append(f"      tool kind undecided (name and arguments say nothing): {self.kind_undecided:,}")
+        if self.around_ours:
+            out.append(f"      around our own tool spans (the call is read from ours): {self.around_ours:,}")
         for reason, n in sorted(self.not_understood.items()):
             out.append(f"      not understood: {n:,} ({reason})")
         if self.tool_calls and self.cannot_tell:
@@ -211,7 +218,8 @@ def gather_formats(con: duckdb.DuckDBPyConnection, shape_failures: int = 0,
             name, spans=int(v["spans"]), tool_calls=int(v["tool_calls"]), without_result=int(v["without_result"]),
             results_judged=int(v["results_judged"]), results_too_large=int(v["results_too_large"]),
             results_malformed=int(v["results_malformed"]), without_arguments=int(v["without_arguments"]),
-            arguments_skipped=int(v["arguments_skipped"]), without_call_id=int(v["without_call_id"]))
+            arguments_skipped=int(v["arguments_skipped"]), without_call_id=int(v["without_call_id"]),
+            around_ours=int(v["around_ours"]))
         f = out.formats[name]
         if v["named_from_span"]:
             f.inferred["tool name from the span name"] = int(v["named_from_span"])

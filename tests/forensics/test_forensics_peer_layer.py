@@ -10,7 +10,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import peer_story
 import pytest
+from peer_story import FORMAT_NAMES, SELECTED_GLOB, fixture, line, span
 
 from telemetry import conventions as c
 from telemetry.exceptions import ForensicsInputError
@@ -21,9 +23,7 @@ from telemetry.forensics.questions import CONTENT_COLUMNS, NEEDS, QUESTION_NAMES
 from telemetry.runtime.resources import data_file
 from telemetry.span_formats import FORMATS, tool_call_of
 
-import peer_story
 from forensics_builder import hex_id
-from peer_story import FORMAT_NAMES, SELECTED_GLOB, fixture, line, span
 
 SQL = data_file("queries", "spans.sql").read_text(encoding="utf-8")
 
@@ -377,3 +377,19 @@ def test_each_recorded_result_is_judged_once_however_many_columns_read_the_verdi
         traces.report()
         traces.run("masked_failures")
     assert sorted(v["n"] for v in seen) == [0, 1, 2, 3, 4]
+
+
+def test_a_framework_span_around_one_of_ours_is_not_a_second_call(tmp_path: Path) -> None:
+    """pydantic-ai's execute_tool span around a tool our decorator instrumented: the call is ours
+    (its child span says so), so the framework's span is no tool call of its own, and counted."""
+    trace = hex_id("trace:around", 32)
+    outer = genai_tool(trace, 1, "refund", **{c.GEN_AI_TOOL_CALL_RESULT: json.dumps(peer_story.REFUND_RESULT)})
+    inner = span(trace, f"{c.SPAN_NAME_PREFIX}refund", 2, 1.0, {
+        c.GEN_AI_OPERATION_NAME: c.OPERATION_EXECUTE_TOOL, c.GEN_AI_TOOL_NAME: "refund", c.TOOL_TRANSPORT: c.TRANSPORT_OK,
+        c.TOOL_OUTCOME: "refund_window_closed", c.TOOL_KIND: c.KIND_WRITE}, parent=outer["spanId"])
+    inner["status"] = {"code": 2, "message": "refund_window_closed"}
+    with open_traces([write(tmp_path, [outer, inner])]) as traces:
+        assert rows(traces, "SELECT span_format, tool_name FROM spans WHERE tool_name IS NOT NULL") == [
+            {"span_format": c.FORMAT_OURS, "tool_name": "refund"}]
+        assert traces.evidence.formats.formats[c.FORMAT_GENAI].around_ours == 1
+        assert traces.run("masked_failures") == []
