@@ -56,10 +56,11 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from opentelemetry.sdk.trace import ReadableSpan  # noqa: E402
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult  # noqa: E402
 
-import _guards_contention  # noqa: E402
 import telemetry  # noqa: E402
 from telemetry.guards import ABSENT_VERSION, SQLiteStore, StateStore, open_store  # noqa: E402
 from telemetry.guards.sqlite import BUSY_TIMEOUT_MS  # noqa: E402
+
+import _guards_contention  # noqa: E402
 
 KEY = "bench/row"
 TARGET_RATIO = 3.0

@@ -22,20 +22,20 @@ splits into its steps. Writes ``bench-output/json_readers.json``.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any, Optional
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_forensics import _measure, generated_file, json_loads_loop, span_file_arguments, write_result  # noqa: E402
-
 from telemetry.runtime.resources import data_file  # noqa: E402
+
+from bench_forensics import _measure, generated_file, json_loads_loop, span_file_arguments, write_result  # noqa: E402
 
 
 def _loader_structure() -> str:
@@ -141,7 +141,7 @@ def _available(module: str) -> bool:
 
 LINES_ONLY = "duckdb read_ndjson_objects (no structure)"
 """The one reader that counts lines, not spans (it parses nothing into spans to count)."""
-READERS: list[tuple[str, Callable[[Path], int], Optional[str]]] = [
+READERS: list[tuple[str, Callable[[Path], int], str | None]] = [
     (LINES_ONLY, duckdb_lines, None),
     ("duckdb from_json, the loader's structure", duckdb_structure, None),
     ("pyarrow streaming, explicit schema", pyarrow_streaming, "pyarrow"),

@@ -25,9 +25,9 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench_forensics import _measure, _report, generate, span_file_arguments, write_result  # noqa: E402
-
 from telemetry import conventions as c  # noqa: E402
+
+from bench_forensics import _measure, _report, generate, span_file_arguments, write_result  # noqa: E402
 
 TARGET = 1.3
 TOOLS = (("charge_card", {"success": False, "error": "quota_exceeded"}),

@@ -49,12 +49,12 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
+from bench_decorator import bare_tool, hand_written_tool, timed  # noqa: E402
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider  # noqa: E402
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult  # noqa: E402
 from prometheus_client import CollectorRegistry  # noqa: E402
 
 import telemetry  # noqa: E402
-from bench_decorator import bare_tool, hand_written_tool, timed  # noqa: E402
 from telemetry.runtime.metrics import ToolMetrics  # noqa: E402
 
 TARGET_DEFAULT = 1.25

@@ -32,9 +32,9 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from prometheus_client import CollectorRegistry
 
-from .runtime import active as _state
 from . import conventions as c
 from .runtime import Runtime
+from .runtime import active as _state
 
 __all__ = ["Capture", "capture"]
 

@@ -12,9 +12,21 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from .. import conventions as c
-from ..tool_kinds import (CREATE_PREFIXES, DELEGATE_WORDS, DELETE_WORDS, KEY_NAMES, OVERWRITE_WORDS, POLICY_VERSION,
-                          READ_PREFIXES, SEND_WORDS, VERSION_NAMES, is_key_parameter, is_version_parameter, name_says,
-                          words)
+from ..tool_kinds import (
+    CREATE_PREFIXES,
+    DELEGATE_WORDS,
+    DELETE_WORDS,
+    KEY_NAMES,
+    OVERWRITE_WORDS,
+    POLICY_VERSION,
+    READ_PREFIXES,
+    SEND_WORDS,
+    VERSION_NAMES,
+    is_key_parameter,
+    is_version_parameter,
+    name_says,
+    words,
+)
 
 # The name and parameter rules live in telemetry.tool_kinds, below the audit and forensics (which
 # infers the kind of other instrumentations' tool spans with them); re-exported here for the

@@ -69,16 +69,16 @@ def _param_findings(model: ToolModel, kind: str, p: Param, tool_description: str
                             "remove it; make forcing a separate operator-only tool with the operator's identity", p.name))
     if p.is_number and not _bounded(p):
         out.append(finding("SCH201", name, f"{p.name!r} is a number with no minimum and maximum",
-                            f"bound it: Annotated[int, Field(ge=..., le=...)] (minimum/maximum in the schema)", p.name))
+                            "bound it: Annotated[int, Field(ge=..., le=...)] (minimum/maximum in the schema)", p.name))
     if p.is_string and not _has_set(p) and (
         p.name.lower() in infer.ENUM_NAMES or (p.description and infer.ENUM_TEXT.search(p.description))
     ):
         out.append(finding("SCH202", name, f"{p.name!r} is a free string, but its name or description implies a "
-                            f"small set", f"make it an enum: Literal['a', 'b', ...] lists the values in the schema", p.name))
+                            f"small set", "make it an enum: Literal['a', 'b', ...] lists the values in the schema", p.name))
     if not p.description and not infer.mentioned(p.name, tool_description):
         out.append(finding("SCH203", name, f"{p.name!r} has no description and the tool's description does not "
-                            f"mention it", f"describe it: Annotated[..., Field(description='...')] or a sentence "
-                            f"in the docstring naming it", p.name))
+                            f"mention it", "describe it: Annotated[..., Field(description='...')] or a sentence "
+                            "in the docstring naming it", p.name))
     elif p.description and len(p.description.split()) < 2:
         out.append(finding("SCH204", name, f"{p.name!r} is described in one word ({p.description[:40]!r})",
                             "say what the value is, where it comes from, and its format", p.name))
@@ -89,5 +89,5 @@ def _param_findings(model: ToolModel, kind: str, p: Param, tool_description: str
     if p.is_string and _is_id(p.name) and not _has_set(p) and "pattern" not in p.schema and "format" not in p.schema \
             and not (p.description and infer.ID_HINT.search(p.description)):
         out.append(finding("SCH209", name, f"id {p.name!r} has no format hint (no pattern, format or example)",
-                            f"add a pattern (e.g. Field(pattern=r'^task-[0-9a-f]{{16}}$')) or say in its description where the id comes from", p.name))
+                            "add a pattern (e.g. Field(pattern=r'^task-[0-9a-f]{16}$')) or say in its description where the id comes from", p.name))
     return out

@@ -13,8 +13,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from .. import conventions as c
-from ..instrument import agent
-from ..instrument import instrument_tool
+from ..instrument import agent, instrument_tool
 from ..runtime import configure
 
 __all__ = ["run"]

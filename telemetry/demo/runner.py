@@ -19,14 +19,13 @@ from typing import TextIO
 
 from prometheus_client import CollectorRegistry
 
-from ..instrument import agent
 from ..guards import PostgresStore, SQLiteStore, Store
 from ..guards.postgres import schema_dsn
 from ..guards.state import ABSENT_VERSION
 from ..guards.store import SERVER_SCHEMES
-from ..runtime import configure
+from ..instrument import agent
+from ..runtime import Runtime, configure
 from .manifest import Incident, Manifest
-from ..runtime import Runtime
 from .scenarios import LEGACY, MODES, SCENARIOS
 from .world import World
 

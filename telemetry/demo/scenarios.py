@@ -13,8 +13,8 @@ from collections.abc import Callable
 from typing import Any
 
 from .. import conventions as c
-from ..instrument import agent
 from ..guards import ABSENT_VERSION, AcceptanceCriterion, Constraint, Waiver
+from ..instrument import agent
 from .manifest import Incident
 from .world import CATALOG, REFUND_POLICY, World
 

@@ -17,7 +17,16 @@ from typing import Any
 
 from .. import conventions as c
 from ..guards import (
-    ABSENT_VERSION, Delegations, IdempotencyKeys, Objectives, Planner, PlanWriter, SQLiteStore, StateStore, Store, guarded_send,
+    ABSENT_VERSION,
+    Delegations,
+    IdempotencyKeys,
+    Objectives,
+    Planner,
+    PlanWriter,
+    SQLiteStore,
+    StateStore,
+    Store,
+    guarded_send,
 )
 from ..guards.state import current_row, put
 from ..instrument import instrument_tool

@@ -12,27 +12,29 @@ from __future__ import annotations
 import shutil
 import tempfile
 import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Callable, Iterable, Mapping, Optional, Sequence, Union
+from typing import Any, Union
 
 import duckdb
 
-from ..exceptions import ClickHouseInputError, ForensicsInputError
+from ..exceptions import ForensicsInputError
 from .clickhouse import client as ch_client
 from .clickhouse import source as ch_source
 from .clickhouse.window import iso, window
 from .evidence import Evidence, columns_and_rows, gather
 from .inputs import PathLike, resolve_inputs
 from .loading import MAX_LINE_BYTES, SPANS, LoadReport, Progress, install_macros, limit_memory, load
-from .peers import PeerOptions, ResultShape, ToolSpanSelector, install as install_peers, options_from
+from .peers import PeerOptions, ResultShape, ToolSpanSelector, options_from
+from .peers import install as install_peers
 from .questions import CONTENT_COLUMNS, Question, all_questions, question
 from .report import Report, Section
 
 EXAMPLES_PER_SECTION = 3
-ToolSpans = Union[None, str, ToolSpanSelector, Iterable[Union[str, ToolSpanSelector]]]
+ToolSpans = Union[None, str, ToolSpanSelector, Iterable[str | ToolSpanSelector]]
 """``tool_spans=``: a span-name glob, a selector file's path, a :class:`ToolSpanSelector`, or several."""
-ResultShapes = Union[None, str, ResultShape, Sequence[Union[str, ResultShape]]]
+ResultShapes = Union[None, str, ResultShape, Sequence[str | ResultShape]]
 """``result_shapes=``: ``"module:function"`` or the function itself (``result -> outcome | None``), or several."""
 
 
@@ -40,7 +42,7 @@ class Forensics:
     """Trace files loaded into a private DuckDB connection as the ``spans`` relation."""
 
     def __init__(self, con: duckdb.DuckDBPyConnection, load_report: LoadReport, paths: list[str],
-                 workdir: Optional[Path] = None, peer_options: Optional[PeerOptions] = None):
+                 workdir: Path | None = None, peer_options: PeerOptions | None = None):
         self.connection = con
         """The DuckDB connection; ``spans`` and the ``attr``/``attr_list`` macros are defined in it."""
         self.load_report = load_report
@@ -53,11 +55,11 @@ class Forensics:
         """What the answers rest on (duplicates, ignored spans, gaps, skew): see :mod:`.evidence`."""
         self._columns: dict[str, list[str]] = {}  # each question's column names, from its last run
 
-    def __enter__(self) -> "Forensics":
+    def __enter__(self) -> Forensics:
         return self
 
     def __exit__(
-        self, kind: Optional[type[BaseException]], value: Optional[BaseException], tb: Optional[TracebackType]
+        self, kind: type[BaseException] | None, value: BaseException | None, tb: TracebackType | None
     ) -> None:
         self.close()
 
@@ -98,20 +100,20 @@ class Forensics:
                      if self.show_content or column not in CONTENT_COLUMNS]
         return list(known)
 
-    def answers(self, progress: Optional[Progress] = None) -> dict[str, list[dict[str, Any]]]:
+    def answers(self, progress: Progress | None = None) -> dict[str, list[dict[str, Any]]]:
         """Every question's rows by name, each question run once: for callers that need the rows
         of all of them (the HTML page, the demo's scoring) and a :meth:`report` of the same."""
         return {q.name: self._timed(q, progress) for q in all_questions()}
 
-    def _timed(self, q: Question, progress: Optional[Progress]) -> list[dict[str, Any]]:
+    def _timed(self, q: Question, progress: Progress | None) -> list[dict[str, Any]]:
         started = time.perf_counter()
         rows = self.run(q.name)
         if progress:
             progress(f"{q.name}: {len(rows)} row(s) in {time.perf_counter() - started:.2f} s")
         return rows
 
-    def report(self, progress: Optional[Progress] = None,
-               answers: Optional[Mapping[str, list[dict[str, Any]]]] = None) -> Report:
+    def report(self, progress: Progress | None = None,
+               answers: Mapping[str, list[dict[str, Any]]] | None = None) -> Report:
         """Run every question and summarise: counts, worst examples, the command for detail.
 
         ``answers`` (from :meth:`answers`) are used instead of running the questions again;
@@ -140,7 +142,7 @@ def _peer_words(tool_spans: ToolSpans, result_shapes: ResultShapes) -> list[str]
 
 
 def _open(loader: Callable[[duckdb.DuckDBPyConnection], LoadReport], given: list[str],
-          threads: Optional[int], peer_options: Optional[PeerOptions] = None) -> Forensics:
+          threads: int | None, peer_options: PeerOptions | None = None) -> Forensics:
     """An in-memory DuckDB database held to :data:`~.loading.MEMORY_LIMIT`, spilling to a private
     temporary folder, with ``spans`` made by ``loader``; the folder is removed again if loading
     fails (else on :meth:`Forensics.close`).
@@ -170,8 +172,8 @@ def open_traces(
     paths: Iterable[PathLike],
     *,
     skip_bad_lines: bool = False,
-    progress: Optional[Progress] = None,
-    threads: Optional[int] = None,
+    progress: Progress | None = None,
+    threads: int | None = None,
     max_line_bytes: int = MAX_LINE_BYTES,
     tool_spans: ToolSpans = None,
     result_shapes: ResultShapes = None,
@@ -207,15 +209,15 @@ def open_traces(
 def open_clickhouse(
     url: str,
     *,
-    table: Optional[str] = None,
-    since: Optional[str] = None,
-    until: Optional[str] = None,
-    last: Optional[str] = None,
-    service: Optional[str] = None,
-    max_spans: Optional[int] = None,
-    password_env: Optional[str] = None,
-    progress: Optional[Progress] = None,
-    threads: Optional[int] = None,
+    table: str | None = None,
+    since: str | None = None,
+    until: str | None = None,
+    last: str | None = None,
+    service: str | None = None,
+    max_spans: int | None = None,
+    password_env: str | None = None,
+    progress: Progress | None = None,
+    threads: int | None = None,
     skip_bad_rows: bool = False,
     tool_spans: ToolSpans = None,
     result_shapes: ResultShapes = None,

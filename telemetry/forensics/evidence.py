@@ -24,8 +24,9 @@ gathers, once per connection:
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Optional, Sequence
+from typing import Any
 
 import duckdb
 
@@ -106,7 +107,7 @@ class Evidence:
     judged: dict[str, int] = field(default_factory=dict)
     """Per question, the tool spans that carry what it needs (:data:`.questions.NEEDS`)."""
 
-    def not_judged(self, question: str) -> Optional[str]:
+    def not_judged(self, question: str) -> str | None:
         """Why ``question`` could judge nothing in these traces, or None when some span could be judged."""
         if question not in self.judged or self.judged[question]:
             return None
@@ -244,13 +245,13 @@ class Evidence:
         return out
 
 
-def rows(con: duckdb.DuckDBPyConnection, sql: str, params: Optional[Sequence[Any]] = None) -> list[dict[str, Any]]:
+def rows(con: duckdb.DuckDBPyConnection, sql: str, params: Sequence[Any] | None = None) -> list[dict[str, Any]]:
     """The rows of ``sql`` (``params`` bound) as dictionaries by column name, in the query's order."""
     return columns_and_rows(con, sql, params)[1]
 
 
 def columns_and_rows(con: duckdb.DuckDBPyConnection, sql: str,
-                     params: Optional[Sequence[Any]] = None) -> tuple[list[str], list[dict[str, Any]]]:
+                     params: Sequence[Any] | None = None) -> tuple[list[str], list[dict[str, Any]]]:
     """``sql``'s column names and :func:`rows`, from one execution: its result already names the
     columns, so a caller that needs both never binds the statement a second time."""
     result = con.execute(sql) if params is None else con.execute(sql, list(params))

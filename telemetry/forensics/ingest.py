@@ -13,9 +13,10 @@ import hashlib
 import json
 import os
 import tempfile
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Optional
+from typing import Any
 
 import duckdb
 
@@ -71,7 +72,7 @@ def ingest(
     to: PathLike,
     *,
     skip_bad_lines: bool = False,
-    progress: Optional[Progress] = None,
+    progress: Progress | None = None,
     max_line_bytes: int = MAX_LINE_BYTES,
 ) -> IngestResult:
     """Ingest the JSON-lines files under ``paths`` into Parquet parts in ``to``.

@@ -15,9 +15,10 @@ import glob
 import os
 import stat
 import sys
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Union
+from typing import Union
 
 from ..exceptions import ForensicsInputError
 

@@ -17,9 +17,9 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Optional
 
 import duckdb
 
@@ -28,8 +28,17 @@ from ..runtime.resources import data_file
 from . import peers
 from .dedup import Duplicates, deduplicate
 from .inputs import TraceInputs
-from .validation import (EXPECTED, Diagnosis, copy_prefix, describe, diagnose, out_of_memory, refusal_hint,
-                         truncated_tail, zstd_truncated)
+from .validation import (
+    EXPECTED,
+    Diagnosis,
+    copy_prefix,
+    describe,
+    diagnose,
+    out_of_memory,
+    refusal_hint,
+    truncated_tail,
+    zstd_truncated,
+)
 
 __all__ = [
     "MAX_LINE_BYTES", "MEMORY_LIMIT", "PARQUET_ROW_GROUP", "SPANS", "SPANS_BASE", "SPANS_LOADED",
@@ -79,12 +88,12 @@ class LoadReport:
     """Files with bad lines skipped under ``skip_bad_lines``."""
     duplicates: Duplicates = field(default_factory=lambda: Duplicates())
     """Copies of one span (the same trace id and span id) found and dropped."""
-    source: Optional[str] = None
+    source: str | None = None
     """Where the spans came from when they are not files (e.g. a ClickHouse table and window)."""
     skipped_rows: list[SkippedRow] = field(default_factory=list)
     """Malformed rows of a table source skipped (the first few; ``skipped_row_count`` counts all)."""
     skipped_row_count: int = 0
-    parent_spans: Optional[int] = None
+    parent_spans: int | None = None
     """Spans read only because they parent a tool span, when the source reads no other non-tool
     spans (ClickHouse); None when every span of the input was read (files)."""
 
@@ -147,12 +156,12 @@ def install_macros(con: duckdb.DuckDBPyConnection) -> None:
 class _ProgressTicker:
     """Report DuckDB's progress on the running query every second, from a side thread."""
 
-    def __init__(self, con: duckdb.DuckDBPyConnection, label: str, progress: Optional[Progress]):
+    def __init__(self, con: duckdb.DuckDBPyConnection, label: str, progress: Progress | None):
         self._con, self._label, self._progress = con, label, progress
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
-    def __enter__(self) -> "_ProgressTicker":
+    def __enter__(self) -> _ProgressTicker:
         if self._progress is not None:
             self._thread.start()
         return self
@@ -176,7 +185,7 @@ class _ProgressTicker:
 class _JsonLoader:
     """One JSON-lines load: repaired copies live in a private temporary directory."""
 
-    def __init__(self, con: duckdb.DuckDBPyConnection, skip_bad_lines: bool, progress: Optional[Progress],
+    def __init__(self, con: duckdb.DuckDBPyConnection, skip_bad_lines: bool, progress: Progress | None,
                  max_line_bytes: int = MAX_LINE_BYTES, *, refuse_all_bad: bool = True):
         self.con = con
         self.skip_bad_lines = skip_bad_lines
@@ -185,7 +194,7 @@ class _JsonLoader:
         self._sizes: dict[Path, int] = {}  # one size per file for the whole load
         self.progress = progress
         self.report = LoadReport()
-        self._tmp: Optional[tempfile.TemporaryDirectory[str]] = None
+        self._tmp: tempfile.TemporaryDirectory[str] | None = None
         self._read: dict[Path, Path] = {}  # source file -> the file DuckDB reads
         self._cut: set[Path] = set()  # sources read through a copy without their partial last line
         self._copies = 0
@@ -302,7 +311,7 @@ class _JsonLoader:
         return sql, {"paths": [str(p) for p in self._read.values()], "max_line_bytes": self.max_line_bytes,
                      "sources": [src for src, _ in fixed], "fixed": [read for _, read in fixed]}
 
-    def load(self, files: list[Path], parquet: Optional[Path] = None, table: str = SPANS_LOADED) -> LoadReport:
+    def load(self, files: list[Path], parquet: Path | None = None, table: str = SPANS_LOADED) -> LoadReport:
         """Read ``files`` into ``table``, or stream them into the Parquet file ``parquet``."""
         started = time.perf_counter()
         self.report.files = len(files)
@@ -352,7 +361,7 @@ def load_to_parquet(
     target: Path,
     *,
     skip_bad_lines: bool = False,
-    progress: Optional[Progress] = None,
+    progress: Progress | None = None,
     max_line_bytes: int = MAX_LINE_BYTES,
 ) -> LoadReport:
     """Validate ``files`` like :func:`load` and stream their spans into the Parquet file ``target``."""
@@ -386,7 +395,7 @@ def load(
     inputs: TraceInputs,
     *,
     skip_bad_lines: bool = False,
-    progress: Optional[Progress] = None,
+    progress: Progress | None = None,
     max_line_bytes: int = MAX_LINE_BYTES,
 ) -> LoadReport:
     """Make ``spans`` in ``con`` from ``inputs`` and return what loading found.

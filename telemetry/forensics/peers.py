@@ -24,16 +24,23 @@ import hashlib
 import importlib
 import json
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Optional, Sequence, Union
+from typing import Any
 
 import duckdb
 
 from .. import conventions as c
-from ..envelopes import RECORDED_ABSENT, RECORDED_JUDGED, RECORDED_TEXT, RECORDED_TOO_LARGE, read_recorded, unwrap_recorded
+from ..envelopes import (
+    RECORDED_ABSENT,
+    RECORDED_JUDGED,
+    RECORDED_TEXT,
+    RECORDED_TOO_LARGE,
+    read_recorded,
+    unwrap_recorded,
+)
 from ..exceptions import ForensicsInputError
 from ..tool_kinds import is_key_parameter, kind_from_name, kind_from_parameters
 
@@ -52,7 +59,7 @@ __all__ = [
     "parse_tool_spans",
 ]
 
-ResultShape = Callable[[Any], Optional[str]]
+ResultShape = Callable[[Any], str | None]
 """``shape(result) -> outcome code | None``: None when the result is not of this shape."""
 
 RESULT_STATUSES = (RECORDED_JUDGED, RECORDED_TEXT, RECORDED_ABSENT, RECORDED_TOO_LARGE, c.RESULT_MALFORMED)
@@ -75,15 +82,15 @@ class ToolSpanSelector:
     (default: logfire's ``return``).
     """
 
-    name: Optional[str] = None
-    attribute: Optional[str] = None
-    value: Optional[str] = None
-    tool_name: Optional[str] = None
+    name: str | None = None
+    attribute: str | None = None
+    value: str | None = None
+    tool_name: str | None = None
     arguments: tuple[str, ...] = ()
-    result: Optional[str] = None
-    call_id: Optional[str] = None
-    run: Optional[str] = None
-    agent: Optional[str] = None
+    result: str | None = None
+    call_id: str | None = None
+    run: str | None = None
+    agent: str | None = None
 
     def matches(self, name: str, attributes: Mapping[str, Any]) -> bool:
         """Whether a span of this name and attributes is selected (the SQL's rule, for tests and docs)."""
@@ -184,7 +191,7 @@ def _outcome_code(code: Any) -> str:
     return text if _TOKEN.fullmatch(text) else c.OUTCOME_TOOL_ERROR
 
 
-def judge_result(text: Optional[str], options: Optional[PeerOptions] = None) -> tuple[str, Optional[str]]:
+def judge_result(text: str | None, options: PeerOptions | None = None) -> tuple[str, str | None]:
     """``(status, outcome)`` of a recorded result; never raises. ``status`` is one of
     :data:`RESULT_STATUSES`; ``outcome`` is None unless the result was judged."""
     if not text:
@@ -223,19 +230,19 @@ _CACHED_CHARS = 1_024
 time rather than kept."""
 
 
-def _remembered(judge: Callable[[str], Optional[str]]) -> Callable[[Optional[str]], Optional[str]]:
+def _remembered(judge: Callable[[str], str | None]) -> Callable[[str | None], str | None]:
     """``judge`` for SQL (None stays None), remembering the verdicts of the short texts seen last
     (least recently used out first: a run's calls sit together, so its repeats are near)."""
     cached = lru_cache(maxsize=_CACHED)(judge)
 
-    def remembered(text: Optional[str]) -> Optional[str]:
+    def remembered(text: str | None) -> str | None:
         if text is None:
             return None
         return judge(text) if len(text) > _CACHED_CHARS else cached(text)
     return remembered
 
 
-def _peer_result(options: Optional[PeerOptions]) -> Callable[[Optional[str]], Optional[str]]:
+def _peer_result(options: PeerOptions | None) -> Callable[[str | None], str | None]:
     """``peer_result`` for SQL: ``status:outcome`` as one text (a struct costs DuckDB several times
     more per row than the verdict itself); ``queries/spans.sql`` splits it."""
     def peer_result(text: str) -> str:
@@ -292,14 +299,14 @@ _canonical = _canonical_encoder()
 
 
 @lru_cache(maxsize=4096)
-def _parameter_facts(names: tuple[Any, ...]) -> tuple[tuple[str, ...], Optional[str]]:
+def _parameter_facts(names: tuple[Any, ...]) -> tuple[tuple[str, ...], str | None]:
     """(the names that are idempotency keys, the kind the names say): a tool passes the same names
     call after call, so this is worked out once per set of names."""
     text = tuple(n for n in names if isinstance(n, str))
     return tuple(n for n in text if is_key_parameter(n)), kind_from_parameters(text)
 
 
-def arguments_facts(text: Optional[str]) -> Optional[tuple[str, Optional[str], bool, Optional[str]]]:
+def arguments_facts(text: str | None) -> tuple[str, str | None, bool, str | None] | None:
     """``(status, hash, keyed, kind)`` of recorded arguments; never raises.
 
     The hash is of the arguments parsed and dumped again with sorted keys (a text that is not
@@ -339,7 +346,7 @@ def _peer_arguments(text: str) -> str:
     return f"{status}:{digest or ''}:{1 if keyed else 0}:{kind or ''}"
 
 
-def _name_kind(name: str) -> Optional[str]:
+def _name_kind(name: str) -> str | None:
     if not name:
         return None
     try:
@@ -364,7 +371,7 @@ def _register(con: duckdb.DuckDBPyConnection, name: str, fn: Callable[..., Any],
             raise
 
 
-def install(con: duckdb.DuckDBPyConnection, options: Optional[PeerOptions] = None) -> None:
+def install(con: duckdb.DuckDBPyConnection, options: PeerOptions | None = None) -> None:
     """Register the layer's functions and selectors on ``con`` (``options``: this load's choices).
 
     Without ``options``, only what is missing is installed with the defaults
@@ -390,9 +397,9 @@ def install(con: duckdb.DuckDBPyConnection, options: Optional[PeerOptions] = Non
     con.execute(f"SET VARIABLE tool_span_selectors = {int(len(chosen.tool_spans))}").fetchall()
 
 
-def options_from(tool_spans: Union[None, str, ToolSpanSelector, Iterable[Union[str, ToolSpanSelector]]] = None,
-                 result_shapes: Union[None, str, ResultShape, Sequence[Union[str, ResultShape]]] = None,
-                 show_content: bool = False) -> Optional[PeerOptions]:
+def options_from(tool_spans: None | str | ToolSpanSelector | Iterable[str | ToolSpanSelector] = None,
+                 result_shapes: None | str | ResultShape | Sequence[str | ResultShape] = None,
+                 show_content: bool = False) -> PeerOptions | None:
     """:class:`PeerOptions` from what ``open_traces`` and the CLI take (strings are parsed), or
     None when nothing was chosen."""
     if tool_spans is None and not result_shapes and not show_content:

@@ -7,7 +7,7 @@ A question's one-line description is the first line of its SQL file's header com
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 
 from .. import conventions as c
 from ..exceptions import ForensicsInputError
@@ -192,7 +192,7 @@ def _header(sql: str) -> list[str]:
     return lines
 
 
-@lru_cache(maxsize=None)
+@cache
 def question(name: str) -> Question:
     """Return the registered question ``name``; raise with the valid names when it is unknown."""
     if name not in QUESTION_NAMES:

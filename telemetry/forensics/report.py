@@ -8,8 +8,9 @@ import io
 import json
 import shlex
 import textwrap
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Optional, Sequence
+from typing import Any, Literal
 
 from .evidence import Evidence, printable
 from .loading import LoadReport
@@ -153,7 +154,7 @@ class Report:
     sections: list[Section]
     load: LoadReport
     paths: list[str]
-    evidence: Optional[Evidence] = None
+    evidence: Evidence | None = None
 
     @property
     def findings(self) -> int:

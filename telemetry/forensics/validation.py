@@ -12,12 +12,13 @@ import gzip
 import io
 import json
 import re
-import zlib
 import shutil
 import subprocess
+import zlib
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Iterator, Optional, cast
+from typing import IO, cast
 
 from ..exceptions import ForensicsInputError
 
@@ -67,7 +68,7 @@ class Diagnosis:
         return self.truncated_last and len(self.bad) == 1
 
 
-def truncated_tail(path: Path, size: Optional[int] = None) -> int:
+def truncated_tail(path: Path, size: int | None = None) -> int:
     """Return how many bytes of a partial last line end ``path`` (0 when the file is complete).
 
     ``size`` is the file's length as the caller saw it (one size per file for a whole load, so a
@@ -171,7 +172,7 @@ def copy_prefix(source: Path, target: Path, length: int) -> None:
         shutil.copyfileobj(src, dst, 1 << 22)
 
 
-def _open_lines(path: Path, size: Optional[int] = None) -> IO[bytes]:
+def _open_lines(path: Path, size: int | None = None) -> IO[bytes]:
     name = path.name.lower()
     if name.endswith(".gz"):
         return cast(IO[bytes], gzip.open(path, "rb"))
@@ -203,7 +204,7 @@ class _Prefix(io.RawIOBase):
     def readable(self) -> bool:
         return True
 
-    def readinto(self, buffer: "bytearray | memoryview") -> int:  # type: ignore[override]
+    def readinto(self, buffer: bytearray | memoryview) -> int:  # type: ignore[override]
         view = memoryview(buffer)[: max(0, self._left)]
         count = self._handle.readinto(view) if len(view) else 0
         self._left -= count
@@ -237,7 +238,7 @@ def _wrong(value: object, kind: type) -> bool:
 _SCALARS = ("stringValue", "boolValue", "intValue", "doubleValue", "bytesValue", "kvlistValue")
 
 
-def _attributes_problem(attributes: object, where: str) -> Optional[str]:
+def _attributes_problem(attributes: object, where: str) -> str | None:
     if _wrong(attributes, list):
         return f'{where} "attributes" is not a list'
     bad = f'{where} attribute is not {{"key": ..., "value": {{...}}}} with a value'
@@ -259,7 +260,7 @@ def _listed(value: object) -> list[object]:
     return value if isinstance(value, list) else []
 
 
-def _span_problem(span: object) -> Optional[str]:
+def _span_problem(span: object) -> str | None:
     """Why one element of ``spans`` is not an OTLP span (the rules ``queries/spans.sql`` applies)."""
     if not isinstance(span, dict):
         return 'an element of "spans" is not an object'
@@ -279,7 +280,7 @@ def _span_problem(span: object) -> Optional[str]:
     return _attributes_problem(span.get("attributes"), "a span")
 
 
-def _structure_problem(resource_spans: list[object]) -> Optional[str]:
+def _structure_problem(resource_spans: list[object]) -> str | None:
     """The first OTLP structure rule a TracesData's ``resourceSpans`` breaks, or None."""
     for rs in resource_spans:
         if not isinstance(rs, dict):
@@ -306,7 +307,7 @@ def _structure_problem(resource_spans: list[object]) -> Optional[str]:
     return None
 
 
-def line_problem(raw: bytes, max_line_bytes: Optional[int] = None) -> Optional[str]:
+def line_problem(raw: bytes, max_line_bytes: int | None = None) -> str | None:
     """Why one non-empty line is not an OTLP TracesData object, or None when it is one."""
     if max_line_bytes is not None and len(raw.rstrip(b"\r\n")) > max_line_bytes:
         return (f"the line is {len(raw):,} bytes, longer than --max-line-bytes ({max_line_bytes:,}); "
@@ -352,8 +353,8 @@ def _iter_lines(handle: IO[bytes]) -> Iterator[tuple[int, bytes, bool]]:
         yield number, raw, raw.endswith(b"\n")
 
 
-def diagnose(path: Path, keep: Optional[Path] = None, *, max_line_bytes: Optional[int] = None,
-             size: Optional[int] = None) -> Diagnosis:
+def diagnose(path: Path, keep: Path | None = None, *, max_line_bytes: int | None = None,
+             size: int | None = None) -> Diagnosis:
     """Walk ``path`` line by line and record every line that is not an OTLP TracesData object.
 
     With ``keep``, the good lines are written there, so the loader can read a repaired copy.

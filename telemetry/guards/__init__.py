@@ -5,18 +5,17 @@ envelope (see :mod:`telemetry.guards.envelope`), never an exception, and is coun
 """
 
 # Write-safety guards: version-bound state, idempotency keys, plans, scoped inventory.
+# Coordination guards: constraint-carrying delegation, versioned objectives, guarded sends.
+from .delegation import AcceptanceCriterion, Constraint, Delegations, Waiver, carried_ids, record_handoff
 from .envelope import refusal, success
 from .idempotency import IdempotencyKeys
 from .inventory import ScopedTools, ToolRegistry
+from .objectives import Objectives, guarded_send
 from .plans import Action, Planner, PlanWriter, Transform
 from .postgres import PostgresStore
 from .sqlite import SQLiteStore
 from .state import ABSENT_VERSION, DEFAULT_CHANGE_RETENTION, JSONValue, StateStore
 from .store import Store, StoreBusy, StoreDisconnected, StoreUnavailable, open_store
-
-# Coordination guards: constraint-carrying delegation, versioned objectives, guarded sends.
-from .delegation import AcceptanceCriterion, Constraint, Delegations, Waiver, carried_ids, record_handoff
-from .objectives import Objectives, guarded_send
 
 __all__ = [
     "ABSENT_VERSION",

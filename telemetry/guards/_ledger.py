@@ -13,10 +13,9 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from .. import conventions as c
-from .store import Connection
-
 from . import validation
 from .envelope import refusal
+from .store import Connection
 from .validation import MAX_TEXT_LENGTH, Problems, show
 
 

@@ -39,9 +39,9 @@ from typing import Any
 from typing_extensions import TypedDict
 
 from .. import conventions as c
-from ..instrument import current_call
-from ..instrument import instrument_tool
 from ..exceptions import ConfigurationError
+from ..instrument import current_call, instrument_tool
+from . import validation
 from ._ledger import (
     Handoff,
     Ledger,
@@ -49,12 +49,9 @@ from ._ledger import (
     check_partition,
     normalize_text,
     parse_constraints,
-    parse_criteria,
-    parse_waivers,
     parse_handoff,
     write_child,
 )
-from . import validation
 from .envelope import refusal, refuse_when_busy, success
 from .store import Store, require_store
 from .validation import MAX_TEXT_LENGTH, Problems

@@ -25,9 +25,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from .. import conventions as c
-from ..instrument import SPEC_ATTRIBUTE, instrument_tool
 from ..exceptions import ConfigurationError, GuardError
-from ..instrument import ToolSpec
+from ..instrument import SPEC_ATTRIBUTE, ToolSpec, instrument_tool
 from .envelope import success
 
 __all__ = ["ScopedTools", "ToolRegistry"]

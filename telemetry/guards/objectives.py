@@ -30,7 +30,7 @@ import asyncio
 import functools
 import inspect
 import secrets
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from datetime import datetime, timezone
 from typing import Any, ParamSpec, TypeVar, cast
 

@@ -34,12 +34,9 @@ from datetime import datetime, timezone
 from typing import Any, Final, Union
 
 from .. import conventions as c
-from .store import Connection
-from ..instrument import current_call
-from ..instrument import instrument_tool
 from ..exceptions import GuardError
+from ..instrument import current_call, instrument_tool
 from . import validation
-from .validation import BadInput
 from ._objects import (
     OBJECT_SET_HASH,
     PlanWriter,
@@ -51,6 +48,8 @@ from ._objects import (
 )
 from .envelope import refusal, refuse_when_busy, success
 from .state import JSONValue, StateStore, current_row
+from .store import Connection
+from .validation import BadInput
 
 __all__ = ["Action", "PlanWriter", "Planner", "Transform"]
 

@@ -24,18 +24,17 @@ from __future__ import annotations
 import json
 import threading
 import time
-from os import urandom as _urandom
 from datetime import timedelta
+from os import urandom as _urandom
 from typing import Any, Final, Union
 
 from .. import conventions as c
-from ..instrument import Call, current_call
-from ..instrument import instrument_tool
 from ..exceptions import GuardError
+from ..instrument import Call, current_call, instrument_tool
 from . import validation
-from .validation import BadInput
 from .envelope import refusal, refuse_when_busy, success
 from .store import WRITE_GATE, Connection, Store, require_store, ungated
+from .validation import BadInput
 
 __all__ = [
     "ABSENT_VERSION", "DEFAULT_CHANGE_RETENTION", "JSONValue", "StateStore", "current_row", "persisted", "put", "put_alone",

@@ -9,8 +9,8 @@ call (``_recorder``). It reads the active runtime but never configures one, and 
 of guards or forensics.
 """
 
-from .call import NO_CALL, Call, Readback, current_call
 from ..envelopes import ShapeClassifier, register_result_shape
+from .call import NO_CALL, Call, Readback, current_call
 from .classify import ResultClass, classify_result
 from .context import AgentContext, agent, current_agent, current_tool_call_id, framework_context, tool_call_id
 from .decorator import SPEC_ATTRIBUTE, instrument_tool, instrument_with

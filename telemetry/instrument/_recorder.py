@@ -17,8 +17,8 @@ from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.trace import Status, StatusCode
 
-from ..runtime import containment as _safe
 from .. import conventions as c
+from ..runtime import containment as _safe
 from .call import Call, _current
 from .classify import OK, error_type_of, readback_value
 from .context import AgentContext, _current_agent, _current_call_id

@@ -19,10 +19,10 @@ from collections.abc import AsyncGenerator, Awaitable, Callable, Generator, Iter
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar, overload
 
 from .. import conventions as c
-from ..runtime import active as _state
-from .call import Call
 from ..exceptions import ConfigurationError
+from ..runtime import active as _state
 from ._recorder import Running, begin, enter, finish, leave, start
+from .call import Call
 from .spec import OutcomeFn, ReadbackFn, ToolOptions, ToolSpec, build_spec
 
 if TYPE_CHECKING:

@@ -9,7 +9,6 @@ client sees in ``tools/list`` is exactly what the span records.
 
 from __future__ import annotations
 
-
 from mcp_types import ToolAnnotations
 
 from .. import conventions as c

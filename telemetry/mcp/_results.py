@@ -18,7 +18,6 @@ from mcp_types import CallToolResult, TextContent
 from .. import conventions as c
 
 
-
 def envelope_result(envelope: Mapping[str, Any]) -> CallToolResult:
     """An envelope (``{"ok": ..., ...}``) as a ``CallToolResult``: ``isError`` when ``ok`` is false.
 

@@ -27,9 +27,10 @@ import contextlib
 import logging
 import os
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Callable
+from typing import Any
 
 from opentelemetry import trace
 from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor, TracerProvider
@@ -37,9 +38,9 @@ from opentelemetry.sdk.trace.export import SpanExporter
 from prometheus_client import CollectorRegistry, generate_latest, start_http_server
 from prometheus_client.openmetrics.exposition import generate_latest as generate_openmetrics
 
-from . import active as _state
 from .. import conventions as c
 from ..exceptions import ConfigurationError
+from . import active as _state
 from ._plan import OUR_PROVIDERS, Plan, build_otlp_exporter, is_ours, plan, service_name_of
 from .batching import BatchSettings, CountingBatchProcessor
 from .exporter import JsonLinesSpanExporter

@@ -45,9 +45,9 @@ from opentelemetry.sdk.environment_variables import (
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
-from . import containment as _safe
 from .. import conventions as c
 from ..exceptions import ConfigurationError
+from . import containment as _safe
 
 if TYPE_CHECKING:
     from .metrics import ToolMetrics

@@ -15,8 +15,8 @@ import threading
 from collections import Counter
 from typing import TYPE_CHECKING
 
-from . import active as _state
 from .. import conventions as c
+from . import active as _state
 
 if TYPE_CHECKING:
     from .metrics import ToolMetrics

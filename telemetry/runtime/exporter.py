@@ -37,9 +37,9 @@ from typing import TYPE_CHECKING
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
-from . import containment as _safe
 from .. import conventions as c
 from ..exceptions import ConfigurationError
+from . import containment as _safe
 from .otlp_text import encode_line
 
 if TYPE_CHECKING:

@@ -41,7 +41,6 @@ def _on_term(signum: int, frame: Any) -> None:
 
 from sample_tools import read_state, set_price, write_state  # noqa: E402
 
-
 _flip = {"n": 0}
 
 

@@ -78,7 +78,7 @@ def test_bad_outcome_behind_a_200_pages_for_that_tool_only(promtool: str) -> Non
     """A tool that says done while its outcome check says postcondition_failed pages for it, nothing for the good tools."""
     with capture() as cap:
         good_traffic()
-        for n in range(CALLS):
+        for _n in range(CALLS):
             set_price("sku-1", 9.99)
     alerts = would_fire(samples_from_registry(cap.registry), promtool=promtool)
     page = [a for a in alerts if a.name == c.ALERT_SILENT_FAILURE]
@@ -95,7 +95,7 @@ def test_stale_sends_fire_tool_stale_sends(promtool: str) -> None:
     """A send tool refused as stale_policy fires ToolStaleSends (warning) for that tool."""
     with capture() as cap:
         good_traffic()
-        for n in range(CALLS):
+        for _n in range(CALLS):
             send_update("status")
     assert cap.sample(c.METRIC_STALE_SENDS_TOTAL, {c.LABEL_TOOL: "send_update"}) == CALLS
     alerts = would_fire(samples_from_registry(cap.registry), promtool=promtool)
@@ -141,7 +141,7 @@ def test_an_error_envelope_the_caller_was_told_about_does_not_page(promtool: str
 
     with capture() as cap:
         good_traffic()
-        for n in range(CALLS):
+        for _n in range(CALLS):
             told_write()
     assert cap.calls("told_write", outcome=c.OUTCOME_POSTCONDITION_FAILED) == CALLS
     assert cap.sample(c.METRIC_SILENT_FAILURES_TOTAL, {c.LABEL_TOOL: "told_write", c.LABEL_OUTCOME: c.OUTCOME_POSTCONDITION_FAILED}) in (None, 0)

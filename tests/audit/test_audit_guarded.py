@@ -12,16 +12,17 @@ from __future__ import annotations
 from pathlib import Path
 from types import ModuleType
 
-import audit_support  # noqa: F401  (skips without the extra, fails in CI)
 import pytest
-from module_files import import_module_file
-from audit_support import EXAMPLE, world  # noqa: F401  (fixture)
 
 from telemetry.audit import NO, NOT_APPLICABLE, YES, audit_tools
 from telemetry.audit.model import CHECKS, IDEMPOTENT, READBACK_VERIFIED, SCOPED, VERSION_BOUND
 from telemetry.demo.surfaces import guarded_tools
 from telemetry.demo.world import World
 from telemetry.guards import ToolRegistry
+
+import audit_support  # noqa: F401  (skips without the extra, fails in CI)
+from audit_support import EXAMPLE, world  # noqa: F401  (fixture)
+from module_files import import_module_file
 
 REAL_NOES = {
     ("delegate", IDEMPOTENT),

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import audit_support  # noqa: F401  (skips without the extra, fails in CI)
-from audit_support import world  # noqa: F401  (fixture)
-
 from telemetry.audit import NO, audit_tools
 from telemetry.audit.model import (
     CHECKS,
@@ -17,6 +14,9 @@ from telemetry.audit.model import (
 )
 from telemetry.demo.surfaces import legacy_tools
 from telemetry.demo.world import World
+
+import audit_support  # noqa: F401  (skips without the extra, fails in CI)
+from audit_support import world  # noqa: F401  (fixture)
 
 EXPECTED_NOES = {
     "legacy_get": set(),

@@ -7,14 +7,15 @@ import io
 import json
 import re
 
-import audit_support  # noqa: F401  (skips without the extra, fails in CI)
 import jsonschema
 import pytest
+
+from telemetry.audit.cli import main
+
+import audit_support  # noqa: F401  (skips without the extra, fails in CI)
 from audit_support import answers, codes, run_cli, run_json, stdio_command
 from hostile_tool import HOSTILE_DESCRIPTION, HOSTILE_NAME
 from sarif_required import SARIF_REQUIRED
-
-from telemetry.audit.cli import main
 
 pytestmark = pytest.mark.slow
 

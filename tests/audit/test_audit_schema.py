@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-import audit_support  # noqa: F401  (skips without the extra, fails in CI)
 import pytest
 from mcp.server.mcpserver.tools.base import Tool
 from pydantic import Field
@@ -12,6 +11,8 @@ from pydantic import Field
 from telemetry.audit import audit_tools
 from telemetry.audit.schema import input_schema
 from telemetry.guards.state import JSONValue
+
+import audit_support  # noqa: F401  (skips without the extra, fails in CI)
 
 
 def write(key: str, value: JSONValue, expected_version: str, agent_id: str | None = None) -> dict[str, Any]:

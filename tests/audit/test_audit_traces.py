@@ -6,9 +6,7 @@ import json
 import random
 from pathlib import Path
 
-import audit_support  # noqa: F401  (skips without the extra, fails in CI)
 import pytest
-from audit_support import answers, run_cli, run_json
 
 from telemetry.audit import NO, YES, run_audit
 from telemetry.audit.model import IDEMPOTENT, READBACK_VERIFIED, SCOPED, SEMANTICALLY_OBSERVABLE
@@ -18,6 +16,9 @@ from telemetry.audit.traces import collect
 from telemetry.demo.runner import run_crew
 from telemetry.demo.surfaces import legacy_tools
 from telemetry.demo.world import World
+
+import audit_support  # noqa: F401  (skips without the extra, fails in CI)
+from audit_support import answers, run_cli, run_json
 
 pytestmark = pytest.mark.slow
 

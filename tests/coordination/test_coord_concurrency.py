@@ -13,7 +13,6 @@ from telemetry import conventions as c
 from telemetry.guards import Objectives, open_store
 
 import worker_processes
-
 from . import coord_workers
 from .coord_workers import POLICY, read_and_send, supersede_many
 

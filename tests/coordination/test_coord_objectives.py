@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -14,7 +13,6 @@ from telemetry import agent, instrument_tool
 from telemetry import conventions as c
 from telemetry.exceptions import ConfigurationError
 from telemetry.guards import Objectives, guarded_send, open_store
-from telemetry.guards.sqlite import SQLiteStore
 from telemetry.testing import Capture
 
 POLICY = "refund-policy"

@@ -12,9 +12,9 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-import pg_server  # noqa: E402
-
 from telemetry.cli import main  # noqa: E402
+
+import pg_server  # noqa: E402
 
 
 @pytest.mark.slow

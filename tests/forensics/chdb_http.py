@@ -20,7 +20,7 @@ import re
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Optional
+from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
 CHUNK = 64 * 1024
@@ -59,7 +59,7 @@ class ChdbHttpServer:
     def port(self) -> int:
         return int(self.server.server_address[1])
 
-    def __enter__(self) -> "ChdbHttpServer":
+    def __enter__(self) -> ChdbHttpServer:
         self.thread.start()
         return self
 
@@ -163,7 +163,7 @@ def closed_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def session_for(path: Optional[str]) -> Any:
+def session_for(path: str | None) -> Any:
     import chdb.session
 
     return chdb.session.Session(path) if path else chdb.session.Session()

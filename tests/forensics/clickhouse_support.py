@@ -11,8 +11,9 @@ JSON with ``<``, ``>``, ``&`` escaped), ``Duration`` in nanoseconds, ``Timestamp
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any
 
 TTL_DAYS = 3
 

@@ -5,16 +5,15 @@ from __future__ import annotations
 
 import itertools
 import os
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import ModuleType
-from typing import Callable, Iterator
 
 import duckdb
 import pytest
 
 from telemetry.forensics.inputs import resolve_inputs
 from telemetry.forensics.loading import SPANS_LOADED, load
-
 
 _DATABASES = itertools.count()
 

@@ -10,7 +10,7 @@ import hashlib
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 from telemetry import conventions as c
 
@@ -47,8 +47,8 @@ def any_value(value: Any, numbers_as_json: bool = False) -> dict[str, Any]:
 class Span:
     run: str
     tool: str
-    kind: Optional[str]
-    agent: Optional[str]
+    kind: str | None
+    agent: str | None
     t: float
     attributes: dict[str, Any]
     outcome: str = c.OUTCOME_OK
@@ -71,7 +71,7 @@ class TraceBuilder:
 
     spans: list[Span] = field(default_factory=list)
 
-    def add(self, run: str, tool: str, kind: Optional[str], agent: Optional[str], t: float, *,
+    def add(self, run: str, tool: str, kind: str | None, agent: str | None, t: float, *,
             outcome: str = c.OUTCOME_OK, transport: str = c.TRANSPORT_OK, conversation: bool = True,
             **attributes: Any) -> Span:
         """Plant one tool span; ``attributes`` use conventions constants via ``attrs()``."""

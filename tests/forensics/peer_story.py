@@ -18,14 +18,15 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from forensics_builder import any_value, hex_id, ns  # noqa: E402
-
 from telemetry import conventions as c  # noqa: E402
+
+from forensics_builder import any_value, hex_id, ns  # noqa: E402
 
 FIXTURES = Path(__file__).resolve().parent / "peer_fixtures"
 CHARGE_RESULT = {"success": False, "error": "quota_exceeded"}
@@ -47,8 +48,8 @@ FORMAT_NAMES = (c.FORMAT_GENAI, c.FORMAT_OPENINFERENCE, c.FORMAT_TRACELOOP, c.FO
                 c.FORMAT_SELECTED)
 
 
-def span(trace: str, name: str, serial: int, t: float, attributes: dict[str, Any], *, parent: Optional[str] = None,
-         status: int = 0, span_id: Optional[str] = None) -> dict[str, Any]:
+def span(trace: str, name: str, serial: int, t: float, attributes: dict[str, Any], *, parent: str | None = None,
+         status: int = 0, span_id: str | None = None) -> dict[str, Any]:
     """One OTLP span (status 0 unset, 1 ok), its attributes encoded as AnyValues."""
     sid = span_id or hex_id(f"{trace}:{serial}", 16)
     return {"traceId": trace, "spanId": sid, "parentSpanId": parent or "", "name": name, "kind": 1,

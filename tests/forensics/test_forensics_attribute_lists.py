@@ -13,8 +13,9 @@ array element that is not an object must be caught from the raw line, never load
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any
 
 import duckdb
 from hypothesis import HealthCheck, given, settings
@@ -43,7 +44,7 @@ that is not an object, an arrayValue that is not an object."""
 
 
 @st.composite
-def _attributes(draw: st.DrawFn) -> tuple[list[dict[str, Any]], Optional[list[tuple[str, Optional[str], Any]]]]:
+def _attributes(draw: st.DrawFn) -> tuple[list[dict[str, Any]], list[tuple[str, str | None, Any]] | None]:
     """A span's attributes and what the loader must store for them: (key, value, array) each, or
     None when one of them is bad."""
     attributes, expected = [], []

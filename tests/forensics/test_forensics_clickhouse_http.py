@@ -9,8 +9,9 @@ real server: each creates its own database there and drops it afterwards.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 from urllib.parse import urlsplit
 
 import pytest

@@ -12,8 +12,9 @@ import sys
 import threading
 import time
 import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 from prometheus_client import CollectorRegistry
@@ -22,8 +23,8 @@ from telemetry import conventions as c
 from telemetry.exceptions import ClickHouseInputError, ClickHouseUnreachable, TooManySpans
 from telemetry.forensics import open_traces
 from telemetry.forensics.watch import Watcher, WatchOptions, watched_questions
-from telemetry.forensics.watch.clickhouse import ClickHouseSource
 from telemetry.forensics.watch.cli import main as watch_main
+from telemetry.forensics.watch.clickhouse import ClickHouseSource
 from telemetry.forensics.watch.findings import counted
 
 from chdb_http import ChdbHttpServer, closed_port, session_for

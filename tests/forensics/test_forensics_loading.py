@@ -6,8 +6,8 @@ import gzip
 import io
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import duckdb
 import pytest

@@ -7,14 +7,14 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from peer_story import FORMAT_NAMES, fixture
+from test_forensics_peer_story import check_story
 
 from telemetry import conventions as c
 from telemetry.forensics import open_traces
 
 from clickhouse_support import create, exporter_rows, insert_rows, shifted_lines, write_lines
-from peer_story import FORMAT_NAMES, fixture
 from test_forensics_clickhouse import SHIFT_NS, client_for, engine_kept_up, open_ch  # noqa: F401  (autouse fixture)
-from test_forensics_peer_story import check_story
 
 
 @pytest.mark.parametrize("fmt", [f for f in FORMAT_NAMES if f not in (c.FORMAT_SELECTED, c.FORMAT_GENAI)])

@@ -20,14 +20,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from peer_story import FORMAT_NAMES, SELECTED_GLOB, fixture
 from prometheus_client import CollectorRegistry
 
 from telemetry import conventions as c
 from telemetry.forensics import Forensics, ingest, open_traces
 from telemetry.forensics.cli import main as forensics_main
 from telemetry.forensics.watch import Watcher, WatchOptions
-
-from peer_story import FORMAT_NAMES, SELECTED_GLOB, fixture
 
 PEERS = Path(__file__).resolve().parents[1] / "peers" / "fixtures"
 LOGFIRE_TOOLS = Path(__file__).resolve().parent / "peer_fixtures" / "logfire-tools.json"

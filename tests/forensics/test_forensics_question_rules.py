@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections import Counter
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -56,7 +56,7 @@ def _crew(calls: list[tuple[Any, ...]]) -> TraceBuilder:
     return builder
 
 
-def _attr(span: Span, name: str) -> Optional[Any]:
+def _attr(span: Span, name: str) -> Any | None:
     return span.attributes.get(name)
 
 
@@ -105,7 +105,7 @@ def _contention_rows(spans: list[Span]) -> Counter[tuple[Any, ...]]:
     return rows
 
 
-def _subject(s: Span) -> tuple[Optional[str], Optional[str]]:
+def _subject(s: Span) -> tuple[str | None, str | None]:
     key, idem = _attr(s, c.STATE_KEY), _attr(s, c.IDEMPOTENCY_KEY_HASH)
     if key is not None:
         return "state_key", key

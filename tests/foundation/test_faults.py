@@ -13,8 +13,8 @@ from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
 import telemetry
-from telemetry.runtime import containment as _safe
 from telemetry import conventions as c
+from telemetry.runtime import containment as _safe
 from telemetry.testing import Capture, capture
 
 from .kinds import KINDS, drive, make

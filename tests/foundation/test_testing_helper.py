@@ -20,7 +20,7 @@ def _python(*flags: str, code: str) -> subprocess.CompletedProcess[str]:
 def test_the_installed_pytest_plugin_does_not_load_the_sdk() -> None:
     """Loading our pytest11 entry point (what pytest does at start-up) imports no OpenTelemetry SDK."""
     (plugin,) = [ep for ep in entry_points(group="pytest11") if ep.name == "outcome_telemetry"]
-    done = _python(code=f"""
+    done = _python(code="""
         import sys
         from importlib.metadata import entry_points
         (plugin,) = [ep for ep in entry_points(group="pytest11") if ep.name == "outcome_telemetry"]

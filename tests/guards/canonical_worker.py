@@ -12,8 +12,8 @@ import json
 import sys
 from typing import Any
 
-from telemetry import instrument_tool
 from telemetry import conventions as c
+from telemetry import instrument_tool
 from telemetry.guards import IdempotencyKeys, open_store
 
 

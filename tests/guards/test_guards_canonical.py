@@ -17,8 +17,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from telemetry import instrument_tool
 from telemetry import conventions as c
+from telemetry import instrument_tool
 from telemetry.guards import IdempotencyKeys, SQLiteStore, open_store
 from telemetry.guards.validation import BadInput, canonical_payload
 from telemetry.testing import Capture

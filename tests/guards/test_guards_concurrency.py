@@ -10,7 +10,6 @@ import pytest
 from telemetry.guards import StateStore, open_store
 
 import worker_processes
-
 from . import guard_workers
 
 PROCESSES, THREADS, INCREMENTS = 4, 8, 10

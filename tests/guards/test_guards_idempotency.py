@@ -16,7 +16,6 @@ from telemetry.guards import IdempotencyKeys, SQLiteStore, open_store
 from telemetry.testing import Capture
 
 import worker_processes
-
 from . import guard_workers
 
 

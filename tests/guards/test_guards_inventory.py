@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from telemetry import ConfigurationError, GuardError
 from telemetry import conventions as c
-from telemetry.guards import Planner, SQLiteStore, StateStore, ToolRegistry, open_store
+from telemetry.guards import Planner, StateStore, ToolRegistry, open_store
 from telemetry.testing import Capture
 
 

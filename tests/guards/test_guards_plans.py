@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import threading
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from telemetry import GuardError
 from telemetry import conventions as c
-from telemetry.guards import ABSENT_VERSION, PlanWriter, Planner, SQLiteStore, StateStore, open_store
+from telemetry.guards import ABSENT_VERSION, Planner, PlanWriter, StateStore, open_store
 from telemetry.testing import Capture
 
 SUMMER = {"collection": "summer-2026"}

@@ -8,7 +8,6 @@ invariants (no half-written rows).
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -18,15 +17,14 @@ from hypothesis import strategies as st
 from telemetry import conventions as c
 from telemetry import instrument_tool
 from telemetry.guards import (
-    open_store,
     ABSENT_VERSION,
     Delegations,
     IdempotencyKeys,
     Objectives,
     Planner,
-    SQLiteStore,
     StateStore,
     guarded_send,
+    open_store,
 )
 from telemetry.testing import Capture
 

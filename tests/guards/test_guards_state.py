@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import inspect
-import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -58,7 +57,7 @@ def test_tokens_are_opaque_strings_not_numbers(state: StateStore) -> None:
     """Version tokens are unguessable strings: no integer, no order, no reuse across writes."""
     versions = []
     expected = ABSENT_VERSION
-    for i in range(5):
+    for _i in range(5):
         expected = state.write_state("k", "same value", expected)["version"]
         versions.append(expected)
     assert len(set(versions)) == 5

@@ -3,14 +3,22 @@ every message renders any value safely."""
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 from hypothesis import given
 
 from telemetry import conventions as c
-from telemetry.guards import ABSENT_VERSION, Delegations, IdempotencyKeys, Objectives, Planner, SQLiteStore, StateStore, open_store
+from telemetry.guards import (
+    ABSENT_VERSION,
+    Delegations,
+    IdempotencyKeys,
+    Objectives,
+    Planner,
+    StateStore,
+    open_store,
+)
 from telemetry.guards.validation import MAX_ID_LENGTH, MAX_SHOWN, MAX_TEXT_LENGTH, show
 
 from .hostile import FUZZ, HUGE_TEXT, RaisingRepr, anything, nested

@@ -7,7 +7,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from optional import require
 
 import telemetry
 from telemetry import conventions as c
@@ -15,7 +14,16 @@ from telemetry.exceptions import ConfigurationError
 from telemetry.instrument import SPEC_ATTRIBUTE
 from telemetry.testing import Capture
 
-from .integration_support import KEY, assert_stale_write_story, attrs, ours, state_store, tool_spans_by_name, write_traces
+from .integration_support import (
+    KEY,
+    assert_stale_write_story,
+    attrs,
+    ours,
+    state_store,
+    tool_spans_by_name,
+    write_traces,
+)
+from optional import require
 
 
 @pytest.fixture(autouse=True)
@@ -27,7 +35,7 @@ def _langchain() -> Iterator[None]:
 
 def test_schemas_shown_to_the_model_are_byte_identical(tmp_path: Path, telemetry_capture: Capture) -> None:
     """convert_to_openai_tool (what bind_tools sends) gives the same JSON before and after."""
-    from .langchain_parts import otel_langchain, convert_to_openai_tool, shown, tools_of
+    from .langchain_parts import convert_to_openai_tool, otel_langchain, shown, tools_of
 
     tools, _store = tools_of(tmp_path, telemetry_capture)
     before = shown(tools)
@@ -68,7 +76,14 @@ def test_a_misspelled_choice_is_refused_like_any_unknown_keyword(tmp_path: Path,
 
 async def test_minimal_loop_records_call_ids_and_tool_exception(tmp_path: Path, telemetry_capture: Capture) -> None:
     """A hand-written loop over a fake chat model: call ids reach the spans; ToolException is ok/tool_error."""
-    from .langchain_parts import AIMessage, BaseMessage, FakeMessagesListChatModel, ToolMessage, otel_langchain, tools_of
+    from .langchain_parts import (
+        AIMessage,
+        BaseMessage,
+        FakeMessagesListChatModel,
+        ToolMessage,
+        otel_langchain,
+        tools_of,
+    )
 
     tools, _store = tools_of(tmp_path, telemetry_capture)
     otel_langchain.instrument(tools)

@@ -7,7 +7,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from optional import require
 
 import telemetry
 from telemetry import conventions as c
@@ -15,6 +14,7 @@ from telemetry.exceptions import ConfigurationError
 from telemetry.testing import Capture
 
 from .integration_support import KEY, assert_stale_write_story, attrs, ours, tool_spans_by_name, write_traces
+from optional import require
 
 
 @pytest.fixture(autouse=True)
@@ -26,7 +26,7 @@ def _openai_agents() -> Iterator[None]:
 
 def test_tools_shown_to_the_model_are_byte_identical(tmp_path: Path, telemetry_capture: Capture) -> None:
     """The Responses API tool payload (names, descriptions, schemas, strict) is the same after instrument()."""
-    from .openai_agents_parts import agent_of, NO_TRACING, otel_agents, Runner, ScriptedModel, text
+    from .openai_agents_parts import NO_TRACING, Runner, ScriptedModel, agent_of, otel_agents, text
 
     model = ScriptedModel(lambda items: [text("ok")])
     agent, _store = agent_of(tmp_path, telemetry_capture, model)
@@ -39,7 +39,7 @@ def test_tools_shown_to_the_model_are_byte_identical(tmp_path: Path, telemetry_c
 
 def test_each_tool_is_wrapped_once(tmp_path: Path, telemetry_capture: Capture) -> None:
     """Decorated functions and guards are not wrapped again; a second instrument() changes nothing."""
-    from .openai_agents_parts import agent_of, otel_agents, ScriptedModel, text
+    from .openai_agents_parts import ScriptedModel, agent_of, otel_agents, text
 
     agent, _store = agent_of(tmp_path, telemetry_capture, ScriptedModel(lambda items: [text("ok")]))
     otel_agents.instrument(agent, kinds={"lookup": "read"})
@@ -52,7 +52,17 @@ def test_each_tool_is_wrapped_once(tmp_path: Path, telemetry_capture: Capture) -
 
 def test_run_records_call_ids_agent_and_one_id_per_run(tmp_path: Path, telemetry_capture: Capture) -> None:
     """Each span has the model's call id and the agent name; one run shares one conversation id, two runs two."""
-    from .openai_agents_parts import agent_of, call, NO_TRACING, otel_agents, returned, RunConfig, Runner, ScriptedModel, text
+    from .openai_agents_parts import (
+        NO_TRACING,
+        RunConfig,
+        Runner,
+        ScriptedModel,
+        agent_of,
+        call,
+        otel_agents,
+        returned,
+        text,
+    )
 
 
     def script(items: list[Any]) -> list[Any]:
@@ -82,7 +92,7 @@ def test_run_records_call_ids_agent_and_one_id_per_run(tmp_path: Path, telemetry
 
 def test_exceptions_option_maps_a_tool_exception(tmp_path: Path, telemetry_capture: Capture) -> None:
     """exceptions={ValueError: "tool_error"} makes the raised ValueError transport ok with that outcome."""
-    from .openai_agents_parts import agent_of, call, NO_TRACING, otel_agents, returned, Runner, ScriptedModel, text
+    from .openai_agents_parts import NO_TRACING, Runner, ScriptedModel, agent_of, call, otel_agents, returned, text
 
     agent, _store = agent_of(
         tmp_path, telemetry_capture,
@@ -97,7 +107,7 @@ def test_exceptions_option_maps_a_tool_exception(tmp_path: Path, telemetry_captu
 
 def test_runner_loop_with_guards_recovers_and_forensics_sees_one_run(tmp_path: Path, telemetry_capture: Capture) -> None:
     """A stale write is refused and redone within one Runner run; forensics finds it in that run."""
-    from .openai_agents_parts import agent_of, call, NO_TRACING, otel_agents, Runner, ScriptedModel, text, tool_outputs
+    from .openai_agents_parts import NO_TRACING, Runner, ScriptedModel, agent_of, call, otel_agents, text, tool_outputs
 
     holder: dict[str, Any] = {}
     turn = {"n": 0}

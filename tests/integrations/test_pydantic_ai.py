@@ -6,7 +6,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from optional import require
 
 import telemetry
 from telemetry import conventions as c
@@ -14,7 +13,17 @@ from telemetry.exceptions import ConfigurationError
 from telemetry.instrument import SPEC_ATTRIBUTE
 from telemetry.testing import Capture
 
-from .integration_support import KEY, assert_stale_write_story, attrs, findings, ours, state_store, tool_spans_by_name, write_traces
+from .integration_support import (
+    KEY,
+    assert_stale_write_story,
+    attrs,
+    findings,
+    ours,
+    state_store,
+    tool_spans_by_name,
+    write_traces,
+)
+from optional import require
 
 
 @pytest.fixture(autouse=True)
@@ -47,7 +56,7 @@ def test_instrument_wraps_each_tool_once_and_in_place(tmp_path: Path, telemetry_
     otel_pydantic_ai.instrument(agent)
     assert {name: tool.function for name, tool in tools.items()} == first
     assert getattr(tools["lookup"].function, SPEC_ATTRIBUTE).kind == c.KIND_READ
-    assert getattr(tools["lookup"].function, "__wrapped__") is lookup
+    assert tools["lookup"].function.__wrapped__ is lookup
 
 
 def test_test_model_run_records_call_ids_run_and_agent(tmp_path: Path, telemetry_capture: Capture) -> None:

@@ -8,15 +8,15 @@ from types import ModuleType
 from typing import Any
 
 import anyio
-import mcp_support  # noqa: F401  (skips without the SDK, fails in CI)
 import pytest
-from module_files import import_module_file
-
 from mcp import Client, ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.server.mcpserver import MCPServer
 
 from telemetry import conventions as c
+
+import mcp_support  # noqa: F401  (skips without the SDK, fails in CI)
+from module_files import import_module_file
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "mcp_guarded_server.py"
 

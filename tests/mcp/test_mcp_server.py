@@ -5,8 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from mcp_support import by_name, sdk_spans  # noqa: F401  (fixture)
-
 from mcp import Client
 from mcp.server.mcpserver import MCPServer
 from mcp_types import CallToolResult, TextContent
@@ -16,6 +14,8 @@ import telemetry.mcp as tmcp
 from telemetry import conventions as c
 from telemetry import current_call, instrument_tool
 from telemetry.guards.envelope import refusal, success
+
+from mcp_support import by_name, sdk_spans  # noqa: F401  (fixture)
 
 
 def build_server() -> MCPServer:

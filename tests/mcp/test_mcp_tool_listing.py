@@ -8,13 +8,9 @@ import uuid
 import warnings
 from collections.abc import Callable
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
-from module_files import import_module_file
-from mcp_support import listing
-
 from mcp import Client
 from mcp.server.mcpserver import Context, MCPServer
 from mcp_types import ToolAnnotations
@@ -22,6 +18,9 @@ from mcp_types import ToolAnnotations
 import telemetry.mcp as tmcp
 from telemetry import ConfigurationError, instrument_tool
 from telemetry import conventions as c
+
+from mcp_support import listing
+from module_files import import_module_file
 
 
 def get_state(key: str, include_history: bool = False) -> dict[str, Any]:

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from mcp_support import by_name, sdk_spans  # noqa: F401  (fixture)
-
 import mcp.shared._otel as sdk_otel
 import pytest
 from mcp import Client
@@ -15,6 +13,8 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.trace import SpanKind
 
 import telemetry.mcp as tmcp
+
+from mcp_support import by_name, sdk_spans  # noqa: F401  (fixture)
 
 
 def server_with_add() -> MCPServer:

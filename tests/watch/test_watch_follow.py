@@ -6,7 +6,8 @@ import os
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from telemetry.exceptions import ForensicsInputError
 from telemetry.forensics.watch import Follower

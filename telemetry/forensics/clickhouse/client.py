@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Iterator, Mapping, Optional
+from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
 from ..._extras import require
@@ -61,8 +62,8 @@ class Target:
 
     scheme: str
     host: str
-    port: Optional[int]
-    user: Optional[str]
+    port: int | None
+    user: str | None
     database: str
     path: str = ""
     options: dict[str, str] = field(default_factory=dict)
@@ -84,7 +85,7 @@ def parse_url(url: str) -> Target:
         parts = urlsplit(url)
         port = parts.port
     except ValueError as exc:
-        raise ClickHouseInputError(f"the ClickHouse URL is not a URL ({exc}); e.g. http://reader@host:8123/otel")
+        raise ClickHouseInputError(f"the ClickHouse URL is not a URL ({exc}); e.g. http://reader@host:8123/otel") from exc
     scheme = parts.scheme.lower()
     if scheme not in ("http", "https", "chdb"):
         raise ClickHouseInputError(
@@ -126,11 +127,11 @@ def _seconds(options: Mapping[str, str], name: str, default: float) -> float:
     return value
 
 
-def _redact(text: str, secret: Optional[str]) -> str:
+def _redact(text: str, secret: str | None) -> str:
     return text.replace(secret, "***") if secret else text
 
 
-def error_for(exc: BaseException, target: Target, password: Optional[str], doing: str) -> ClickHouseInputError:
+def error_for(exc: BaseException, target: Target, password: str | None, doing: str) -> ClickHouseInputError:
     """The named error for a clickhouse-connect failure while ``doing`` something."""
     message = _redact(str(exc), password).strip()
     first = message.splitlines()[0] if message else type(exc).__name__
@@ -161,7 +162,7 @@ def _is_connection_error(exc: BaseException) -> bool:
 class ClickHouseConnection:
     """One clickhouse-connect client, with the target it reaches (for messages) and its password."""
 
-    def __init__(self, client: Any, target: Target, password: Optional[str]):
+    def __init__(self, client: Any, target: Target, password: str | None):
         self.client = client
         self.target = target
         self._password = password
@@ -215,7 +216,7 @@ def _batches(context: Any, connection: ClickHouseConnection, doing: str) -> Iter
         yield from (batch.to_batches() if hasattr(batch, "to_batches") else [batch])
 
 
-def connect(url: str, *, password_env: str = PASSWORD_ENV, environ: Optional[Mapping[str, str]] = None) -> ClickHouseConnection:
+def connect(url: str, *, password_env: str = PASSWORD_ENV, environ: Mapping[str, str] | None = None) -> ClickHouseConnection:
     """Open a client for ``url``, with the password from ``password_env``, and check it answers."""
     target = parse_url(url)
     clickhouse_connect = require("clickhouse_connect", extra="clickhouse", needed_for="reading from ClickHouse",

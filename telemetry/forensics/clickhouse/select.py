@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Any
 
 from ...exceptions import ClickHouseInputError, ClickHouseSchemaError, ClickHouseTableMissing
 from ..loading import MAX_LINE_BYTES
@@ -168,7 +168,7 @@ class Window:
 
     since_ns: int
     until_ns: int
-    service: Optional[str] = None
+    service: str | None = None
     padding_ns: int = RUN_PADDING_NS
 
 
@@ -221,7 +221,7 @@ def _time(ns: int, bind: _Binder) -> str:
 _INT64_MAX = 2**63 - 1
 
 
-def spans_select(database: str, table: str, window: Window, limit: int, *, lookup: Optional[str] = None,
+def spans_select(database: str, table: str, window: Window, limit: int, *, lookup: str | None = None,
                  max_row_bytes: int = MAX_ROW_BYTES) -> SpansSelect:
     """The select of every tool span of every run that has a tool span in ``window``, and of the
     spans that are not tool spans but parent one of them (an agent's or a server's span: the

@@ -15,8 +15,9 @@ check that runs on the loaded spans) runs unchanged.
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any, Iterator, Optional
+from typing import Any
 
 import duckdb
 
@@ -128,7 +129,7 @@ class ClickHouseRead:
                 f"{iso(self.window.since_ns)} to {iso(self.window.until_ns)}{service})")
 
 
-def plan_read(table: Optional[str], database: str, window: Window, max_spans: Optional[int] = None,
+def plan_read(table: str | None, database: str, window: Window, max_spans: int | None = None,
               skip_bad_rows: bool = False) -> ClickHouseRead:
     """What to read, from the options as given: ``table`` is ``TABLE`` (in ``database``, the URL's)
     or ``DB.TABLE``; ``max_spans`` must be a positive number of spans."""
@@ -144,11 +145,11 @@ def plan_read(table: Optional[str], database: str, window: Window, max_spans: Op
 class _Counted:
     """The batches, counted; stops (without raising inside DuckDB's scan) past the budget or on failure."""
 
-    def __init__(self, batches: Iterator[Any], budget: int, progress: Optional[Progress]):
+    def __init__(self, batches: Iterator[Any], budget: int, progress: Progress | None):
         self._batches, self._budget, self._progress = batches, budget, progress
         self.rows = 0
         self.over = False
-        self.failure: Optional[ClickHouseInputError] = None
+        self.failure: ClickHouseInputError | None = None
         self._said = time.perf_counter()
 
     def __iter__(self) -> Iterator[Any]:
@@ -179,7 +180,7 @@ def _empty_batch() -> Any:
     return pa.RecordBatch.from_pylist([], schema=pa.schema(fields))
 
 
-def _lookup_table(connection: ClickHouseConnection, read: ClickHouseRead) -> Optional[str]:
+def _lookup_table(connection: ClickHouseConnection, read: ClickHouseRead) -> str | None:
     """The exporter's trace-id lookup table beside ``read.table``, if it is there with its columns."""
     name = read.table + LOOKUP_SUFFIX
     if not IDENTIFIER.fullmatch(name):
@@ -191,7 +192,7 @@ def load_clickhouse(
     con: duckdb.DuckDBPyConnection,
     connection: ClickHouseConnection,
     read: ClickHouseRead,
-    progress: Optional[Progress] = None,
+    progress: Progress | None = None,
 ) -> LoadReport:
     """Make ``spans`` in ``con`` from the runs ``read`` selects; return what loading found.
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import datetime as _dt
 import re
 import time
-from typing import Optional
 
 from ...exceptions import ClickHouseInputError
 from .select import Window
@@ -46,8 +45,8 @@ def parse_time(text: str, flag: str) -> int:
     return (delta.days * 86400 + delta.seconds) * 1_000_000_000 + delta.microseconds * 1000
 
 
-def window(since: Optional[str] = None, until: Optional[str] = None, last: Optional[str] = None,
-           service: Optional[str] = None, now_ns: Optional[int] = None) -> Window:
+def window(since: str | None = None, until: str | None = None, last: str | None = None,
+           service: str | None = None, now_ns: int | None = None) -> Window:
     """The window the options describe; ``--last 6h`` when none is given."""
     if last is not None and (since is not None or until is not None):
         raise ClickHouseInputError("give either --last or --since/--until, not both")

@@ -8,8 +8,8 @@ from a validated template with the id percent-encoded.
 from __future__ import annotations
 
 import os
-from pathlib import Path
 from collections.abc import Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ._markup import TraceLinks, validate_trace_url

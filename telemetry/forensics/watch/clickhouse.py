@@ -15,8 +15,9 @@ from __future__ import annotations
 import shutil
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable, Optional
+from typing import Any
 
 from ...exceptions import ClickHouseInputError, ClickHouseUnreachable
 from ..clickhouse.client import PASSWORD_ENV, ClickHouseConnection, connect, parse_url
@@ -34,9 +35,9 @@ class ClickHouseSource:
     """Where ``watch --clickhouse`` reads (see ``outcome-telemetry watch --help``)."""
 
     url: str
-    table: Optional[str] = None
-    service: Optional[str] = None
-    max_spans: Optional[int] = None
+    table: str | None = None
+    service: str | None = None
+    max_spans: int | None = None
     password_env: str = PASSWORD_ENV
 
 
@@ -74,11 +75,11 @@ class ClickHouseWindow:
         except ImportError:
             raise ClickHouseInputError("watch --clickhouse needs clickhouse-connect: pip install -e "
                                        "'/path/to/outcome-telemetry[clickhouse]'") from None
-        self._connection: Optional[ClickHouseConnection] = None
+        self._connection: ClickHouseConnection | None = None
         self._tmp, self.con = open_database(None)
         self.label = target.label
-        self.report: Optional[LoadReport] = None
-        self.evidence: Optional[Evidence] = None
+        self.report: LoadReport | None = None
+        self.evidence: Evidence | None = None
         self.spans = 0
         self.newest_ns = 0
         self._bad: set[SkippedRow] = set()

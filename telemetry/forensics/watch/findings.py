@@ -10,8 +10,9 @@ many passes see it (counts and times that grow as more spans arrive are left out
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping
+from typing import Any
 
 from ..questions import DOUBLE_EXECUTIONS, question
 

@@ -21,9 +21,9 @@ import glob
 import hashlib
 import os
 import sys
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Optional
 
 from ...exceptions import ForensicsInputError
 from ..inputs import is_trace_file, walk
@@ -96,7 +96,7 @@ class Follower:
     """The files under ``paths`` (files, directories searched recursively, globs re-expanded on
     every scan) and how far each has been read. Not thread-safe: one watcher drives it."""
 
-    def __init__(self, paths: Iterable[str], known: Optional[list[Followed]] = None):
+    def __init__(self, paths: Iterable[str], known: list[Followed] | None = None):
         self.paths = [str(p) for p in paths]
         if not self.paths:
             raise ForensicsInputError("no trace paths given; pass the exporter's files, directories or globs")
@@ -134,7 +134,7 @@ class Follower:
             out.append(path)
         return out
 
-    def _open(self, path: Path) -> Optional[tuple[tuple[int, int], int]]:
+    def _open(self, path: Path) -> tuple[tuple[int, int], int] | None:
         try:
             handle = os.open(path, os.O_RDONLY)
         except OSError:

@@ -12,7 +12,7 @@ import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 from ...exceptions import WatchStateError
 from .follow import Followed
@@ -28,7 +28,7 @@ class WatchState:
     (finding key to the run it belongs to, or None)."""
 
     files: list[Followed] = field(default_factory=list)
-    seen: dict[str, Optional[str]] = field(default_factory=dict)
+    seen: dict[str, str | None] = field(default_factory=dict)
     newest_ns: int = 0
 
     def as_dict(self) -> dict[str, Any]:

@@ -28,9 +28,10 @@ import sys
 import threading
 import time
 import traceback
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Optional, TextIO
+from typing import Any, TextIO
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
@@ -59,10 +60,10 @@ class WatchOptions:
     interval: float = 15.0
     window: float = 3600.0
     settle: float = 10.0
-    state: Optional[Path] = None
+    state: Path | None = None
     max_line_bytes: int = MAX_LINE_BYTES
     read_budget: int = READ_BUDGET
-    clickhouse: Optional[ClickHouseSource] = None
+    clickhouse: ClickHouseSource | None = None
     """Read each pass's window from ClickHouse instead of following ``paths``."""
     future_seconds: float = FUTURE_SECONDS
     """How far past the wall clock a span may end and still be the window's end."""
@@ -128,8 +129,8 @@ class WatchMetrics:
 class Watcher:
     """Continuous forensics over growing trace files; drive it with :meth:`run` or :meth:`run_pass`."""
 
-    def __init__(self, options: WatchOptions, registry: Optional[CollectorRegistry] = None,
-                 out: Optional[TextIO] = None, clock: Callable[[], float] = time.monotonic,
+    def __init__(self, options: WatchOptions, registry: CollectorRegistry | None = None,
+                 out: TextIO | None = None, clock: Callable[[], float] = time.monotonic,
                  wall_clock: Callable[[], float] = time.time):
         """``clock`` times the settling of findings; ``wall_clock`` (seconds since the epoch)
         bounds the window's end and measures the lag."""
@@ -140,8 +141,8 @@ class Watcher:
         self._clock = clock
         self._wall = wall_clock
         state = load_state(options.state) if options.state is not None else WatchState()
-        self.follower: Optional[Follower] = None
-        self.window: "Window | ClickHouseWindow"
+        self.follower: Follower | None = None
+        self.window: Window | ClickHouseWindow
         if options.clickhouse is not None:
             if options.paths:
                 raise ForensicsInputError("give trace PATHS or --clickhouse, not both")
@@ -157,7 +158,7 @@ class Watcher:
                   "clock; not trusted (the window ends at the newest span read instead)", file=sys.stderr)
         elif state.newest_ns > self.window.newest_ns:
             self.window.newest_ns = state.newest_ns
-        self.seen: dict[str, Optional[str]] = dict(state.seen)
+        self.seen: dict[str, str | None] = dict(state.seen)
         self._pending: dict[str, float] = {}
         self.names = watched_questions()
 
@@ -250,7 +251,7 @@ class Watcher:
                 print(f"new finding: {finding.question} ({finding.severity}): {described}", file=self.out,
                       flush=True)
 
-    def run(self, stop: threading.Event, progress: Optional[Callable[[PassResult], None]] = None) -> None:
+    def run(self, stop: threading.Event, progress: Callable[[PassResult], None] | None = None) -> None:
         """Pass after pass until ``stop`` is set; a failing pass is logged, counted and retried."""
         while not stop.is_set():
             try:

@@ -36,7 +36,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 import duckdb
 
@@ -83,7 +83,7 @@ class Added:
     """Spans read that end more than ``future_seconds`` after now (judged, never the window's end)."""
 
 
-def open_database(database: Optional[Path]) -> tuple[Path, duckdb.DuckDBPyConnection]:
+def open_database(database: Path | None) -> tuple[Path, duckdb.DuckDBPyConnection]:
     """A private temporary folder and a DuckDB connection to ``database`` (else one in the folder),
     under the forensics memory limit, spilling into the folder, with the span macros installed."""
     tmp = Path(tempfile.mkdtemp(prefix="outcome-telemetry-watch-"))
@@ -113,7 +113,7 @@ class Window:
     database lives in a private temporary folder removed by :meth:`close`.
     """
 
-    def __init__(self, window_seconds: float, database: Optional[Path] = None,
+    def __init__(self, window_seconds: float, database: Path | None = None,
                  max_line_bytes: int = MAX_LINE_BYTES, *, clock: Callable[[], float] = time.time,
                  future_seconds: float = FUTURE_SECONDS):
         self.window_ns = int(window_seconds * 1e9)
@@ -132,8 +132,8 @@ class Window:
                 f"count(*) FROM {SPANS_LOADED}", {"limit": self._limit()}).fetchall()[0]
             self.newest_ns, self.spans = int(row[0]), int(row[1])
         self._chunks = 0
-        self.evidence: Optional[Evidence] = None
-        self._judged: Optional[tuple[list[str], dict[str, list[dict[str, Any]]]]] = None
+        self.evidence: Evidence | None = None
+        self._judged: tuple[list[str], dict[str, list[dict[str, Any]]]] | None = None
         """The last evaluation (question names, rows), while the spans it judged are unchanged."""
 
     def _limit(self) -> int:
