@@ -44,7 +44,7 @@ HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE.parent), str(HERE), str(HERE.parent / "tests" / "forensics")]
 
 from telemetry.forensics import open_clickhouse, open_traces  # noqa: E402
-from telemetry.forensics.clickhouse.window import iso  # noqa: E402
+from telemetry.forensics.clickhouse import iso  # noqa: E402
 
 from bench_forensics import _measure, generate  # noqa: E402
 

@@ -22,7 +22,7 @@ import duckdb
 from ..exceptions import ForensicsInputError
 from .clickhouse import client as ch_client
 from .clickhouse import source as ch_source
-from .clickhouse.window import iso, window
+from .clickhouse import iso, window
 from .evidence import Evidence, columns_and_rows, gather
 from .inputs import PathLike, resolve_inputs
 from .loading import MAX_LINE_BYTES, SPANS, LoadReport, Progress, install_macros, limit_memory, load

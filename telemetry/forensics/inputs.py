@@ -30,7 +30,7 @@ __all__ = [
 PathLike = Union[str, Path]
 
 MANIFEST_NAME = "forensics-manifest.json"
-"""The file ``ingest`` keeps in its output directory (see :mod:`telemetry.forensics.ingest`)."""
+"""The file ``ingest`` keeps in its output directory (see :func:`telemetry.forensics.ingest`)."""
 
 JSON_SUFFIXES = (".jsonl", ".json", ".ndjson")
 COMPRESSION_SUFFIXES = ("", ".gz", ".zst")

@@ -3,7 +3,7 @@
 ClickHouse filters (window, service, tool spans, whole runs, the attribute keys read) and streams
 the rows as Arrow into the same DuckDB ``spans`` relation the file path builds; the questions run
 there unchanged. ``select`` generates the query, ``client`` connects and names failures,
-``window`` parses times, ``source`` loads. The entry point is
+``_window`` parses times, ``source`` loads. The entry point is
 :func:`telemetry.forensics.open_clickhouse`.
 """
 
@@ -12,7 +12,7 @@ from __future__ import annotations
 from .client import PASSWORD_ENV, ClickHouseConnection, Target, connect, parse_url
 from .select import SpansSelect, Window, attribute_keys, spans_select
 from .source import DEFAULT_MAX_SPANS, DEFAULT_TABLE, ClickHouseRead, load_clickhouse
-from .window import DEFAULT_LAST, window
+from ._window import DEFAULT_LAST, iso, window
 
 __all__ = [
     "DEFAULT_LAST",
@@ -26,6 +26,7 @@ __all__ = [
     "Window",
     "attribute_keys",
     "connect",
+    "iso",
     "load_clickhouse",
     "parse_url",
     "spans_select",

@@ -6,7 +6,7 @@ import argparse
 
 from .client import PASSWORD_ENV
 from .source import DEFAULT_MAX_SPANS, DEFAULT_TABLE
-from .window import DEFAULT_LAST
+from ._window import DEFAULT_LAST
 
 __all__ = ["add_arguments"]
 

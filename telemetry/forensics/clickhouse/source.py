@@ -36,7 +36,7 @@ from .select import (
     quote_identifier,
     spans_select,
 )
-from .window import iso
+from ._window import iso
 
 __all__ = [
     "DEFAULT_MAX_SPANS",
