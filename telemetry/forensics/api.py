@@ -21,8 +21,8 @@ import duckdb
 
 from ..exceptions import ForensicsInputError
 from .clickhouse import client as ch_client
-from .clickhouse import source as ch_source
 from .clickhouse import iso, window
+from .clickhouse import source as ch_source
 from .evidence import Evidence, columns_and_rows, gather
 from .inputs import PathLike, resolve_inputs
 from .loading import MAX_LINE_BYTES, SPANS, LoadReport, Progress, install_macros, limit_memory, load

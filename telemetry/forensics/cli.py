@@ -28,10 +28,10 @@ from .._command import (
     writing,
 )
 from ..exceptions import ForensicsInputError
+from ._ingest import ingest
 from .api import Forensics, open_clickhouse, open_traces
 from .clickhouse.options import add_arguments as add_clickhouse_arguments
 from .html import validate_trace_url, write_html
-from ._ingest import ingest
 from .loading import MAX_LINE_BYTES, Progress, stderr_progress
 from .peers import add_arguments as add_peer_arguments
 from .peers import arguments_of as peer_arguments

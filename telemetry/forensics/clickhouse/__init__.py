@@ -9,10 +9,10 @@ there unchanged. ``select`` generates the query, ``client`` connects and names f
 
 from __future__ import annotations
 
+from ._window import DEFAULT_LAST, iso, window
 from .client import PASSWORD_ENV, ClickHouseConnection, Target, connect, parse_url
 from .select import SpansSelect, Window, attribute_keys, spans_select
 from .source import DEFAULT_MAX_SPANS, DEFAULT_TABLE, ClickHouseRead, load_clickhouse
-from ._window import DEFAULT_LAST, iso, window
 
 __all__ = [
     "DEFAULT_LAST",

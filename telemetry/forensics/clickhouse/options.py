@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import argparse
 
+from ._window import DEFAULT_LAST
 from .client import PASSWORD_ENV
 from .source import DEFAULT_MAX_SPANS, DEFAULT_TABLE
-from ._window import DEFAULT_LAST
 
 __all__ = ["add_arguments"]
 

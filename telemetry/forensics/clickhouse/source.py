@@ -24,6 +24,7 @@ import duckdb
 from ... import conventions as c
 from ...exceptions import ClickHouseBadRows, ClickHouseInputError, TooManySpans
 from ..loading import SPANS_LOADED, LoadReport, Progress, SkippedRow, finish_load, install_macros
+from ._window import iso
 from .client import ClickHouseConnection
 from .select import (
     IDENTIFIER,
@@ -36,7 +37,6 @@ from .select import (
     quote_identifier,
     spans_select,
 )
-from ._window import iso
 
 __all__ = [
     "DEFAULT_MAX_SPANS",
