@@ -7,10 +7,8 @@ transport refuses every request, so its background consumers cannot reach anythi
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
-from typing import Any
 
 from . import story
 from .exporter import CollectorFileExporter
@@ -42,22 +40,10 @@ def write_story(path: Path) -> None:
     openai_client = chat_completions_client()
 
     tools = {name: observe(name=name, as_type="tool")(fn) for name, fn in story.TOOLS.items()}
-    schemas = [{"type": "function", "function": {"name": name, "description": fn.__doc__, "parameters": {
-        "type": "object", "properties": {k: {"type": "integer" if k == "amount_cents" else "string"} for k in args},
-        "required": list(args)}}} for (_, name, args), fn in
-        ((next(c for c in story.CALLS if c[1] == n), story.TOOLS[n]) for n in story.TOOLS)]
 
     @observe(name="support", as_type="agent")
     def support(prompt: str) -> str:
-        messages: list[dict[str, Any]] = [{"role": "user", "content": prompt}]
-        while True:
-            reply = openai_client.chat.completions.create(model="gpt-4o-mini", messages=messages, tools=schemas).choices[0].message
-            if not reply.tool_calls:
-                return reply.content or ""
-            messages.append(reply.model_dump(exclude_none=True))
-            for call in reply.tool_calls:
-                result = tools[call.function.name](**json.loads(call.function.arguments))
-                messages.append({"role": "tool", "tool_call_id": call.id, "content": json.dumps(result)})
+        return story.chat_loop(openai_client, tools, prompt)
 
     with propagate_attributes(session_id=story.SESSION_ID, user_id=story.USER_ID, trace_name="payments-story"):
         support(story.PROMPT)

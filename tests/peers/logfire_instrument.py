@@ -7,10 +7,8 @@ tool's result to be recorded at all (logfire's default is ``False``).
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
-from typing import Any
 
 from . import story
 from .exporter import CollectorFileExporter
@@ -34,10 +32,6 @@ def write_story(path: Path) -> None:
     # logfire's template names the span; the function's own name is not a parameter to interpolate.
     tools = {name: logfire.instrument(f"running tool {name}", span_name=name, record_return=True)(fn)
              for name, fn in story.TOOLS.items()}
-    schemas = [{"type": "function", "function": {"name": name, "description": fn.__doc__, "parameters": {
-        "type": "object", "properties": {k: {"type": "integer" if k == "amount_cents" else "string"} for k in args},
-        "required": list(args)}}} for (_, name, args), fn in
-        ((next(c for c in story.CALLS if c[1] == n), story.TOOLS[n]) for n in story.TOOLS)]
 
     # Baggage becomes span attributes. logfire's default scrubber blanks ``session_id`` on its own spans
     # ("session" is one of its patterns) but not on ``logfire.openai`` spans; ``gen_ai.conversation.id``
@@ -45,16 +39,7 @@ def write_story(path: Path) -> None:
     baggage = {"session_id": story.SESSION_ID, "gen_ai.conversation.id": story.SESSION_ID, "user_id": story.USER_ID}
     with logfire.set_baggage(**baggage):
         with logfire.span("support agent run {prompt}", prompt=story.PROMPT) as run:
-            messages: list[dict[str, Any]] = [{"role": "user", "content": story.PROMPT}]
-            while True:
-                reply = client.chat.completions.create(model="gpt-4o-mini", messages=messages, tools=schemas).choices[0].message
-                if not reply.tool_calls:
-                    run.set_attribute("answer", reply.content or "")
-                    break
-                messages.append(reply.model_dump(exclude_none=True))
-                for call in reply.tool_calls:
-                    result = tools[call.function.name](**json.loads(call.function.arguments))
-                    messages.append({"role": "tool", "tool_call_id": call.id, "content": json.dumps(result)})
+            run.set_attribute("answer", story.chat_loop(client, tools, story.PROMPT))
     logfire.shutdown()
 
 

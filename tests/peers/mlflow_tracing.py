@@ -8,11 +8,9 @@ copied onto the root span) runs and nothing is sent; no tracking server or store
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from pathlib import Path
-from typing import Any
 
 from . import story
 from .exporter import CollectorFileExporter
@@ -46,23 +44,11 @@ def write_story(path: Path, *, genai_semconv: bool = False) -> None:
     client = chat_completions_client()
 
     tools = {name: mlflow.trace(name=name, span_type=SpanType.TOOL)(fn) for name, fn in story.TOOLS.items()}
-    schemas = [{"type": "function", "function": {"name": name, "description": fn.__doc__, "parameters": {
-        "type": "object", "properties": {k: {"type": "integer" if k == "amount_cents" else "string"} for k in args},
-        "required": list(args)}}} for (_, name, args), fn in
-        ((next(c for c in story.CALLS if c[1] == n), story.TOOLS[n]) for n in story.TOOLS)]
 
     @mlflow.trace(name="support", span_type=SpanType.AGENT)
     def support(prompt: str) -> str:
         mlflow.update_current_trace(metadata={"mlflow.trace.session": story.SESSION_ID, "mlflow.trace.user": story.USER_ID})
-        messages: list[dict[str, Any]] = [{"role": "user", "content": prompt}]
-        while True:
-            reply = client.chat.completions.create(model="gpt-4o-mini", messages=messages, tools=schemas).choices[0].message
-            if not reply.tool_calls:
-                return reply.content or ""
-            messages.append(reply.model_dump(exclude_none=True))
-            for call in reply.tool_calls:
-                result = tools[call.function.name](**json.loads(call.function.arguments))
-                messages.append({"role": "tool", "tool_call_id": call.id, "content": json.dumps(result)})
+        return story.chat_loop(client, tools, prompt)
 
     support(story.PROMPT)
     mlflow.tracing.get_bridged_tracer_provider().shutdown()

@@ -7,11 +7,9 @@ transport. ``Traceloop.init`` gets our exporter, so no Traceloop client, fetcher
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from pathlib import Path
-from typing import Any
 
 from . import story
 from .exporter import CollectorFileExporter
@@ -36,23 +34,11 @@ def write_story(path: Path) -> None:
     Traceloop.set_association_properties({"user_id": story.USER_ID, "session_id": story.SESSION_ID})
 
     tools = {name: tool(name=name)(fn) for name, fn in story.TOOLS.items()}
-    schemas = [{"type": "function", "function": {"name": name, "description": fn.__doc__, "parameters": {
-        "type": "object", "properties": {k: {"type": "integer" if k == "amount_cents" else "string"} for k in args},
-        "required": list(args)}}} for (_, name, args), fn in
-        ((next(c for c in story.CALLS if c[1] == n), story.TOOLS[n]) for n in story.TOOLS)]
     client = chat_completions_client()
 
     @agent(name="support")
     def support(prompt: str) -> str:
-        messages: list[dict[str, Any]] = [{"role": "user", "content": prompt}]
-        while True:
-            reply = client.chat.completions.create(model="gpt-4o-mini", messages=messages, tools=schemas).choices[0].message
-            if not reply.tool_calls:
-                return reply.content or ""
-            messages.append(reply.model_dump(exclude_none=True))
-            for call in reply.tool_calls:
-                result = tools[call.function.name](**json.loads(call.function.arguments))
-                messages.append({"role": "tool", "tool_call_id": call.id, "content": json.dumps(result)})
+        return story.chat_loop(client, tools, prompt)
 
     @workflow(name="payments_story")
     @conversation(conversation_id=story.SESSION_ID)

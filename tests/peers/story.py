@@ -8,11 +8,12 @@ forensics reader must see through.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 __all__ = [
     "CALLS", "FINAL_ANSWER", "PROMPT", "SESSION_ID", "USER_ID",
-    "charge_card", "lookup_order", "refund_payment", "result_of",
+    "chat_loop", "charge_card", "lookup_order", "openai_tool_schemas", "refund_payment", "result_of",
 ]
 
 SESSION_ID = "sess-story-1"
@@ -54,3 +55,27 @@ TOOLS = {"charge_card": charge_card, "refund_payment": refund_payment, "lookup_o
 def result_of(name: str) -> dict[str, Any]:
     """What the tool called ``name`` returns in the story."""
     return {"charge_card": CHARGE_RESULT, "refund_payment": REFUND_RESULT, "lookup_order": LOOKUP_RESULT}[name]
+
+
+def openai_tool_schemas() -> list[dict[str, Any]]:
+    """The story's tools as OpenAI chat-completions ``tools``, for the peers that trace that client."""
+    arguments = {name: args for _, name, args in CALLS}
+    return [{"type": "function", "function": {"name": name, "description": fn.__doc__, "parameters": {
+        "type": "object", "properties": {k: {"type": "integer" if k == "amount_cents" else "string"}
+                                         for k in arguments[name]},
+        "required": list(arguments[name])}}} for name, fn in TOOLS.items()]
+
+
+def chat_loop(client: Any, tools: dict[str, Any], prompt: str) -> str:
+    """The agent loop over a chat-completions ``client``: ask, run each tool the reply names with the
+    (traced) ``tools``, answer with the results, until the reply calls no tool."""
+    schemas = openai_tool_schemas()
+    messages: list[dict[str, Any]] = [{"role": "user", "content": prompt}]
+    while True:
+        reply = client.chat.completions.create(model="gpt-4o-mini", messages=messages, tools=schemas).choices[0].message
+        if not reply.tool_calls:
+            return reply.content or ""
+        messages.append(reply.model_dump(exclude_none=True))
+        for call in reply.tool_calls:
+            result = tools[call.function.name](**json.loads(call.function.arguments))
+            messages.append({"role": "tool", "tool_call_id": call.id, "content": json.dumps(result)})
