@@ -124,8 +124,8 @@ import sys, time
 sys.path[:0] = {paths!r}
 import chdb.session
 from clickhouse_connect.driver.binding import bind_query
-from telemetry.forensics.clickhouse.select import Window, spans_select
-select = spans_select("otel", "otel_traces", Window({since}, {until}), 10**9)
+from telemetry.forensics.clickhouse._select import ReadWindow, spans_select
+select = spans_select("otel", "otel_traces", ReadWindow({since}, {until}), 10**9)
 query, bound = bind_query(select.sql, select.parameters)
 params = {{name.removeprefix("param_"): value for name, value in bound.items()}}
 session = chdb.session.Session("{engine}")

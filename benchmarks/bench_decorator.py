@@ -39,7 +39,7 @@ from prometheus_client import CollectorRegistry
 
 import telemetry
 from telemetry import conventions as c
-from telemetry.runtime.metrics import ToolMetrics
+from telemetry.runtime._metrics import ToolMetrics
 
 
 class Discard(SpanExporter):

@@ -30,8 +30,8 @@ from opentelemetry.sdk.trace import ReadableSpan
 
 import telemetry
 from telemetry import testing
-from telemetry.runtime.otlp_json import encode_traces_data
-from telemetry.runtime.otlp_text import encode_line
+from telemetry.runtime._otlp_json import encode_traces_data
+from telemetry.runtime._otlp_text import encode_line
 
 LINE = 64
 

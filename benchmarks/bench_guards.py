@@ -58,7 +58,7 @@ from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult  # noq
 
 import telemetry  # noqa: E402
 from telemetry.guards import ABSENT_VERSION, SQLiteStore, StateStore, open_store  # noqa: E402
-from telemetry.guards.sqlite import BUSY_TIMEOUT_MS  # noqa: E402
+from telemetry.guards._sqlite import BUSY_TIMEOUT_MS  # noqa: E402
 
 import _guards_contention  # noqa: E402
 

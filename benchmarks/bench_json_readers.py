@@ -33,7 +33,7 @@ from typing import Any, Optional
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from telemetry.runtime.resources import data_file  # noqa: E402
+from telemetry.runtime._resources import data_file  # noqa: E402
 
 from bench_forensics import _measure, generated_file, json_loads_loop, span_file_arguments, write_result  # noqa: E402
 

@@ -55,7 +55,7 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, Spa
 from prometheus_client import CollectorRegistry  # noqa: E402
 
 import telemetry  # noqa: E402
-from telemetry.runtime.metrics import ToolMetrics  # noqa: E402
+from telemetry.runtime._metrics import ToolMetrics  # noqa: E402
 
 TARGET_DEFAULT = 1.25
 TARGET_DISCARDED = 1.10

@@ -26,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from prometheus_client import CollectorRegistry  # noqa: E402
 
 from telemetry.forensics.watch import Watcher, WatchOptions  # noqa: E402
-from telemetry.forensics.watch.cli import build_parser  # noqa: E402
+from telemetry.forensics.watch._cli import build_parser  # noqa: E402
 
 from bench_forensics import generate  # noqa: E402
 

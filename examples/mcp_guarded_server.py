@@ -25,9 +25,7 @@ from typing import Any
 from mcp.server.mcpserver import MCPServer
 
 import telemetry
-from telemetry.guards import Delegations, Objectives, guarded_send
-from telemetry.guards.sqlite import SQLiteStore
-from telemetry.guards.state import StateStore
+from telemetry.guards import Delegations, Objectives, SQLiteStore, StateStore, guarded_send
 from telemetry.mcp import instrument_server
 
 REFUND_POLICY = "refund-policy"

@@ -1,9 +1,9 @@
 -- spans: the normalized span relation every forensics question reads.
 --
--- This file defines DuckDB macros; the loader (telemetry/forensics/loading.py) runs it once per
+-- This file defines DuckDB macros; the loader (telemetry/forensics/_loading.py) runs it once per
 -- connection, materializes `CREATE TABLE spans_loaded AS SELECT * FROM otlp_spans($paths)` with
 -- the file list bound as a parameter (Parquet parts written by `ingest` hold the same columns),
--- drops copies of a span into `spans_base` (telemetry/forensics/dedup.py), then runs the part
+-- drops copies of a span into `spans_base` (telemetry/forensics/_dedup.py), then runs the part
 -- after the `@after spans_base` marker, which defines the view `spans`.
 --
 -- Input: OTLP JSON lines, one `TracesData` object a line (our exporter, or an OpenTelemetry
@@ -74,7 +74,7 @@ CREATE OR REPLACE TEMP MACRO attr_list(attributes, name) AS
 -- The OTLP structure is enforced here, off the fast path where it can be: a container that
 -- parsed to NULL (omitted, JSON null, or the wrong type) is looked at in the raw line only then,
 -- so well-formed input never pays for a second parse. Every refusal raises an error naming the
--- file; the loader then names the line (telemetry/forensics/validation.py applies the same rules
+-- file; the loader then names the line (telemetry/forensics/_validation.py applies the same rules
 -- line by line). otlp_wrong_type(line, path, ok): some value at the wildcard path has a JSON type
 -- other than ok or NULL.
 CREATE OR REPLACE TEMP MACRO otlp_wrong_type(line, path, ok) AS
@@ -382,7 +382,7 @@ CREATE OR REPLACE TEMP MACRO peer_object(keys, vals, wanted) AS
         list_filter(range(1, len(keys) + 1), lambda i: list_contains(wanted, keys[i]) AND vals[i] IS NOT NULL),
         lambda i: CAST(to_json(keys[i]) AS VARCHAR) || ':' || CAST(to_json(vals[i]) AS VARCHAR)), ',') || '}';
 
--- --tool-spans: the selectors the user gave (telemetry/forensics/peers.py inserts them with bound
+-- --tool-spans: the selectors the user gave (telemetry/forensics/_peers.py inserts them with bound
 -- values; empty without the option). A span no format marks is a tool call of format 'selected'
 -- when its name matches name_glob (GLOB) and it has attribute_key (its value matching the glob
 -- attribute_value when set);
@@ -395,13 +395,13 @@ CREATE TEMP TABLE IF NOT EXISTS tool_span_selection (
 -- (The loader runs what follows once `spans_base` exists: the loaded spans, one row per
 -- (trace_id, span_id) after deduplication.)
 --
--- The span-format layer: tool calls other instrumentations wrote (telemetry/span_formats.py says
+-- The span-format layer: tool calls other instrumentations wrote (telemetry/_span_formats.py says
 -- where each format keeps a call's facts; a test checks the keys below against it). Only spans
 -- our decorator did not write (no tool.transport) are looked at, and only those that carry a
 -- format's marker key, or code.function, or that a --tool-spans selector matches, are kept, in
 -- the table `peer_spans`: one row per such span with its format, whether it is a tool call (or
 -- why it was not understood), and the call's facts. The Python functions peer_result,
--- peer_arguments and peer_name_kind (telemetry/forensics/peers.py) run here, once per peer tool
+-- peer_arguments and peer_name_kind (telemetry/forensics/_peers.py) run here, once per peer tool
 -- span with a recorded result, arguments or a name (each remembers the short texts it has seen),
 -- never per question, and never for our own spans. The scans only a --tool-spans selection needs
 -- are left out without one (the variable tool_span_selectors, set by peers.install, is folded to a
@@ -710,7 +710,7 @@ CREATE OR REPLACE TEMP VIEW spans AS
         )
     );
 
--- Clock skew per service, filled after load (telemetry/forensics/evidence.py): how far a
+-- Clock skew per service, filled after load (telemetry/forensics/_evidence.py): how far a
 -- service's clock is off against the services whose spans are its parents, and the bound within
 -- which the order of its spans against another service's is uncertain.
 CREATE TEMP TABLE IF NOT EXISTS clock_skew (service_name VARCHAR, relative_to VARCHAR, pairs BIGINT,

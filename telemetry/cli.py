@@ -73,18 +73,18 @@ class Command:
 
 COMMANDS: tuple[Command, ...] = (
     Command("forensics", "find divergent reads, lost updates, dropped constraints, stale sends ... in OTLP JSON "
-            "trace files or a Collector's ClickHouse table", "telemetry.forensics.cli", "forensics", "duckdb"),
+            "trace files or a Collector's ClickHouse table", "telemetry.forensics._cli", "forensics", "duckdb"),
     Command("watch", "continuous forensics: follow trace files, count new findings on /metrics for Prometheus",
-            "telemetry.forensics.watch.cli", "forensics", "duckdb"),
+            "telemetry.forensics.watch._cli", "forensics", "duckdb"),
     Command("audit", "the six checks (scoped, idempotent, version_bound, previewable, readback_verified, "
             "semantically_observable) and the schema lint, for Python tools, MCP servers and traces",
-            "telemetry.audit.cli"),
+            "telemetry.audit._cli"),
     Command("demo", "run the scripted crew: every failure story, guarded and legacy, then the findings",
-            "telemetry.demo.cli", "demo", "duckdb"),
+            "telemetry.demo._cli", "demo", "duckdb"),
     Command("quickstart", "a one-second example: three tools, real spans and counters (writes ./quickstart-output)",
             "telemetry.cli", parser="quickstart_parser", execute="quickstart"),
     Command("metrics-serve", "one /metrics summing every worker process that writes to DIR (PROMETHEUS_MULTIPROC_DIR)",
-            "telemetry.runtime.metrics_serve"),
+            "telemetry.runtime._metrics_serve"),
     Command("paths", "print where the shipped SQL queries, Grafana dashboards and alert rules are",
             "telemetry.cli", parser="paths_parser", execute="paths"),
 )
@@ -193,7 +193,7 @@ def quickstart_parser() -> argparse.ArgumentParser:
 
 
 def quickstart(args: argparse.Namespace) -> int:
-    from .demo.quickstart import run as run_quickstart
+    from .demo._quickstart import run as run_quickstart
 
     run_quickstart(make_folder("--out", args.out))
     return EXIT_OK
@@ -205,7 +205,7 @@ def paths_parser() -> argparse.ArgumentParser:
 
 
 def paths(args: argparse.Namespace) -> int:
-    from .runtime.resources import data_dir
+    from .runtime._resources import data_dir
 
     for kind in ("queries", "dashboards", "alerts"):
         print(f"{kind}: {data_dir(kind)}")  # type: ignore[arg-type]

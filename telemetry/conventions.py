@@ -375,7 +375,7 @@ SEVERITY_WARNING: Final = "warning"
 LABEL_ALERTNAME: Final = "alertname"
 """Prometheus's own label holding an alert's name (promtool reports alerts with it)."""
 ANNOTATION_SUMMARY: Final = "summary"
-"""The one-line alert annotation every shipped alert carries (``telemetry.demo.alerting`` reads it)."""
+"""The one-line alert annotation every shipped alert carries (``telemetry.demo._alerting`` reads it)."""
 
 PAUSED_OUTCOMES: Final = frozenset({OUTCOME_DEFERRED, OUTCOME_APPROVAL_REQUIRED})
 """Outcomes of a call that paused for a human or for later (human in the loop): not a failure."""
@@ -501,7 +501,7 @@ WATCH_ALERTS: Final = (ALERT_FORENSIC_FINDING,)
 all named the same)."""
 
 # --- the tool-surface audit (``outcome-telemetry audit``) ------------------------------------
-# Its JSON report, table and SARIF use these words; telemetry.audit.model re-exports them under
+# Its JSON report, table and SARIF use these words; telemetry.audit._model re-exports them under
 # short names.
 
 AUDIT_YES: Final = "yes"
@@ -530,7 +530,7 @@ AUDIT_FROM_TRACES: Final = "traces"
 # --- traces written by other instrumentations ("bring your own traces") ----------------------
 # What forensics, the audit and ``observe_tool_spans`` read on spans that our decorator did not
 # write. Each format marks a tool span its own way and records the call's input and result under
-# its own keys; ``telemetry.span_formats`` says which key means what, per format.
+# its own keys; ``telemetry._span_formats`` says which key means what, per format.
 
 FORMAT_OURS: Final = "outcome-telemetry"
 FORMAT_GENAI: Final = "genai"

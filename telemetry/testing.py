@@ -34,7 +34,7 @@ from prometheus_client import CollectorRegistry
 
 from . import conventions as c
 from .runtime import Runtime
-from .runtime import active as _state
+from .runtime import _active as _state
 
 __all__ = ["Capture", "capture"]
 

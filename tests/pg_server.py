@@ -167,6 +167,6 @@ _schemas = itertools.count()
 
 def fresh_postgres_url(dsn: str) -> str:
     """A URL of an empty schema of its own on ``dsn``'s server, so a test sees no other test's rows."""
-    from telemetry.guards.postgres import schema_dsn
+    from telemetry.guards._postgres import schema_dsn
 
     return schema_dsn(dsn, f"t{os.getpid()}_{next(_schemas)}", reset=True)

@@ -1,11 +1,11 @@
 """Audit a tool surface: the six checks before write access, and the schema lint.
 
-``outcome-telemetry audit`` (:mod:`.cli`) answers, for every tool an agent may call, the six checks
+``outcome-telemetry audit`` (:mod:`._cli`) answers, for every tool an agent may call, the six checks
 (``scoped``, ``idempotent``, ``version_bound``, ``previewable``, ``readback_verified``,
 ``semantically_observable``: conventions' ``AUDIT_*``), each with evidence and a fix, and lints
-its JSON Schema. Targets are Python tools (:mod:`.targets`, schemas built by :mod:`.schema`), MCP
-servers (:mod:`.mcp_listing`) and trace files (:mod:`.traces`); :mod:`.checks` and :mod:`.lint`
-decide, :mod:`.report` holds the result (and its JSON), :mod:`.table` and :mod:`.sarif` print it.
+its JSON Schema. Targets are Python tools (:mod:`._targets`, schemas built by :mod:`._schema`), MCP
+servers (:mod:`._mcp_listing`) and trace files (:mod:`._traces`); :mod:`._checks` and :mod:`._lint`
+decide, :mod:`._report` holds the result (and its JSON), :mod:`._table` and :mod:`._sarif` print it.
 See ``docs/audit.md``.
 
     >>> from telemetry.audit import audit_tools          # doctest: +SKIP
@@ -18,10 +18,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from .model import CHECKS, NO, NOT_APPLICABLE, YES, Answer, Finding, ToolAudit, ToolModel
-from .report import SCHEMA_ID, AuditReport, TargetInfo, run_audit
-from .sarif import to_sarif
-from .targets import tools_of
+from ._model import CHECKS, NO, NOT_APPLICABLE, YES, Answer, Finding, ToolAudit, ToolModel
+from ._report import SCHEMA_ID, AuditReport, TargetInfo, run_audit
+from ._sarif import to_sarif
+from ._targets import tools_of
 
 
 def audit_tools(obj: Any, *, label: str = "python") -> AuditReport:

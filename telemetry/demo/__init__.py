@@ -6,8 +6,19 @@ from its seed and the simulator knows exactly what it injected (the manifest). `
 runs it; the end-to-end tests check that forensics finds exactly what the manifest says.
 """
 
-from .manifest import Expected, Incident, Manifest, score
-from .runner import CrewResult, run_crew
-from .scenarios import SCENARIOS
+from ._alerting import samples_from_registry, would_fire
+from ._manifest import Expected, Incident, Manifest, score
+from ._runner import CrewResult, run_crew
+from ._scenarios import SCENARIOS
 
-__all__ = ["SCENARIOS", "CrewResult", "Expected", "Incident", "Manifest", "run_crew", "score"]
+__all__ = [
+    "SCENARIOS",
+    "CrewResult",
+    "Expected",
+    "Incident",
+    "Manifest",
+    "run_crew",
+    "samples_from_registry",
+    "score",
+    "would_fire",
+]

@@ -12,9 +12,7 @@ sits below both: it imports only :mod:`telemetry.conventions` and :mod:`telemetr
 """
 
 from ._classify import Report, registered_result_class, result_class
-from ._rules import OK, ResultClass, builtin_result_class
-from ._shapes import ShapeClassifier, register_result_shape
-from .recorded import (
+from ._recorded import (
     RECORDED_ABSENT,
     RECORDED_JUDGED,
     RECORDED_TEXT,
@@ -23,6 +21,8 @@ from .recorded import (
     read_recorded,
     unwrap_recorded,
 )
+from ._rules import OK, ResultClass, builtin_result_class
+from ._shapes import ShapeClassifier, register_result_shape
 
 __all__ = [
     "OK",

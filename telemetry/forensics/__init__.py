@@ -12,11 +12,11 @@ from .._extras import require
 
 require("duckdb", extra="forensics", needed_for="telemetry.forensics")  # fail early, with the fix in the message
 
+from ._api import Forensics, open_clickhouse, open_traces  # noqa: E402
 from ._ingest import IngestResult, ingest  # noqa: E402
-from .api import Forensics, open_clickhouse, open_traces  # noqa: E402
-from .peers import ToolSpanSelector  # noqa: E402
-from .questions import QUESTION_NAMES, Question, all_questions, question  # noqa: E402
-from .report import Report, Section, format_rows  # noqa: E402
+from ._peers import ToolSpanSelector  # noqa: E402
+from ._questions import QUESTION_NAMES, Question, all_questions, question  # noqa: E402
+from ._report import Report, Section, format_rows  # noqa: E402
 
 __all__ = [
     "QUESTION_NAMES",

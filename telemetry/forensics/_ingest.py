@@ -21,8 +21,8 @@ from typing import Any
 import duckdb
 
 from ..exceptions import ForensicsInputError
-from .inputs import MANIFEST_NAME, PathLike, resolve_inputs
-from .loading import MAX_LINE_BYTES, Progress, limit_memory, load_to_parquet
+from ._inputs import MANIFEST_NAME, PathLike, resolve_inputs
+from ._loading import MAX_LINE_BYTES, Progress, limit_memory, load_to_parquet
 
 MANIFEST_FORMAT = 1
 

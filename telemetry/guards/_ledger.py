@@ -2,7 +2,7 @@
 
 A :class:`Ledger` is one task's stored record; :func:`check_partition` is the whole rule a
 delegation must pass; the ``parse_*`` functions turn model-supplied lists into typed tuples and
-record every malformed item (naming it) in a :class:`~telemetry.guards.validation.Problems`
+record every malformed item (naming it) in a :class:`~telemetry.guards._validation.Problems`
 instead of raising, because a tool answers a model with an envelope, not an exception.
 """
 
@@ -13,10 +13,10 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from .. import conventions as c
-from . import validation
-from .envelope import refusal
-from .store import Connection
-from .validation import MAX_TEXT_LENGTH, Problems, show
+from . import _validation as validation
+from ._envelope import refusal
+from ._store import Connection
+from ._validation import MAX_TEXT_LENGTH, Problems, show
 
 
 def normalize_text(text: str) -> str:

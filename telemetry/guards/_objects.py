@@ -11,10 +11,10 @@ import json
 from typing import Any, Final
 
 from .. import conventions as c
-from . import validation
-from .envelope import refusal, success
-from .state import ABSENT_VERSION, JSONValue, current_row, put
-from .store import Connection
+from . import _validation as validation
+from ._envelope import refusal, success
+from ._state import ABSENT_VERSION, JSONValue, current_row, put
+from ._store import Connection
 
 OBJECT_SET_HASH: Final = "object_set_hash"
 """The binding every plan has: a hash of the matched objects' keys and versions."""

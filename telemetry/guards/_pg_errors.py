@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 
-from .store import StoreBusy, StoreDisconnected, StoreUnavailable
+from ._store import StoreBusy, StoreDisconnected, StoreUnavailable
 
 RETRY_AFTER_SECONDS = 1.0
 

@@ -1,20 +1,20 @@
 """The per-call path: ``@instrument_tool``, the call it records, and the agent context.
 
 Everything a decorated call does lives here: the decision made once at decoration time
-(:mod:`.spec`), the wrappers for the four function kinds (:mod:`.decorator`), the call object a
-tool body can talk to (:mod:`.call`), the agent and tool-call-id context (:mod:`.context`), how a
-result or exception is classified (:mod:`.classify`, with the team's shapes from
+(:mod:`._spec`), the wrappers for the four function kinds (:mod:`._decorator`), the call object a
+tool body can talk to (:mod:`._call`), the agent and tool-call-id context (:mod:`._context`), how a
+result or exception is classified (:mod:`._classify`, with the team's shapes from
 :func:`register_result_shape`), and the span and counters written for each
 call (``_recorder``). It reads the active runtime but never configures one, and it knows nothing
 of guards or forensics.
 """
 
 from ..envelopes import ShapeClassifier, register_result_shape
-from .call import NO_CALL, Call, Readback, current_call
-from .classify import ResultClass, classify_result
-from .context import AgentContext, agent, current_agent, current_tool_call_id, framework_context, tool_call_id
-from .decorator import SPEC_ATTRIBUTE, instrument_tool, instrument_with
-from .spec import OutcomeFn, ReadbackFn, ToolOptions, ToolSpec
+from ._call import NO_CALL, Call, Readback, current_call
+from ._classify import ResultClass, classify_result
+from ._context import AgentContext, agent, current_agent, current_tool_call_id, framework_context, tool_call_id
+from ._decorator import SPEC_ATTRIBUTE, instrument_tool, instrument_with
+from ._spec import OutcomeFn, ReadbackFn, ToolOptions, ToolSpec
 
 __all__ = [
     "AgentContext",

@@ -18,15 +18,15 @@ from opentelemetry import trace
 from opentelemetry.trace import Status, StatusCode
 
 from .. import conventions as c
-from ..runtime import containment as _safe
-from .call import Call, _current
-from .classify import OK, error_type_of, readback_value
-from .context import AgentContext, _current_agent, _current_call_id
-from .redact import is_secret_name, redact
+from ..runtime import _containment as _safe
+from ._call import Call, _current
+from ._classify import OK, error_type_of, readback_value
+from ._context import AgentContext, _current_agent, _current_call_id
+from ._redact import is_secret_name, redact
 
 if TYPE_CHECKING:
     from ..runtime import Runtime
-    from .spec import ToolSpec
+    from ._spec import ToolSpec
 
 _Tokens = tuple["Token[Any] | None", "Token[Call]"]
 _perf = time.perf_counter

@@ -5,4 +5,10 @@ offer ``instrument(...)``, which instruments the tools of an agent (or a list of
 Each module imports its framework, so install the matching extra (``outcome-telemetry[pydantic-ai]``,
 ``[langchain]``, ``[openai-agents]``, ``[crewai]``) and import the module you use; importing
 ``telemetry`` never imports a framework. See ``docs/integrations.md`` and ``docs/crewai.md``.
+
+:func:`skip_ours` keeps another instrumentation's span processor (OpenInference's) off our spans.
 """
+
+from ._spans import skip_ours
+
+__all__ = ["skip_ours"]

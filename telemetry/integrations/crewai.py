@@ -44,9 +44,9 @@ from typing_extensions import Unpack
 from .. import conventions as c
 from ..exceptions import ConfigurationError
 from ..instrument import framework_context, instrument_with
-from ..runtime import containment as _safe
+from ..runtime import _containment as _safe
 from ._common import Choices, Selection
-from .plumbing import record_refused, replace_attribute, restore_attributes, spec_of, was_replaced
+from ._plumbing import record_refused, replace_attribute, restore_attributes, spec_of, was_replaced
 
 try:
     from crewai.events import event_context as _crewai_events

@@ -66,7 +66,7 @@ from .. import conventions as c
 from ..exceptions import ConfigurationError
 from ..instrument import framework_context
 from ._common import Choices, Selection, hints_from
-from .plumbing import record_refused, replace_attribute, restore_attributes, spec_of, was_replaced
+from ._plumbing import record_refused, replace_attribute, restore_attributes, spec_of, was_replaced
 
 __all__ = ["DEFAULT_EXCEPTIONS", "instrument", "uninstrument"]
 

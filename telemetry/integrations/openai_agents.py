@@ -55,7 +55,7 @@ from .. import conventions as c
 from ..exceptions import ConfigurationError
 from ..instrument import framework_context
 from ._common import Choices, Selection, hints_from, run_id_for
-from .plumbing import passed_through, record_refused, replace_attribute, restore_attributes, spec_of
+from ._plumbing import passed_through, record_refused, replace_attribute, restore_attributes, spec_of
 
 __all__ = ["DEFAULT_EXCEPTIONS", "instrument", "uninstrument"]
 

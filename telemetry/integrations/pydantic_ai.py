@@ -67,9 +67,9 @@ from typing_extensions import Unpack
 from .. import conventions as c
 from ..exceptions import ConfigurationError
 from ..instrument import framework_context
-from ..runtime import containment as _safe
+from ..runtime import _containment as _safe
 from ._common import Choices, Selection, hints_from
-from .plumbing import passed_through, record_refused, replace_attribute, restore_attributes, spec_of
+from ._plumbing import passed_through, record_refused, replace_attribute, restore_attributes, spec_of
 
 __all__ = ["DEFAULT_EXCEPTIONS", "instrument", "uninstrument"]
 

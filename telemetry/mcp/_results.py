@@ -3,7 +3,7 @@
 A server-side tool function returns a plain value, a dict (perhaps a refusal envelope
 ``{"ok": false, "error": CODE, ...}``) or a ``CallToolResult`` it built itself; the SDK wraps
 the first two into a ``CallToolResult`` after the tool returned. The decorator sees the raw
-value and ``telemetry.instrument.classify`` reads all three (a ``CallToolResult``'s ``is_error`` and the
+value and ``telemetry.instrument._classify`` reads all three (a ``CallToolResult``'s ``is_error`` and the
 envelope in its ``structured_content`` included).
 """
 

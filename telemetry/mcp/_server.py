@@ -38,7 +38,7 @@ from pydantic import ValidationError
 from .. import conventions as c
 from ..exceptions import ConfigurationError
 from ..instrument import SPEC_ATTRIBUTE, ToolOptions, ToolSpec, framework_context, instrument_with
-from ..integrations.plumbing import passed_through, record_refused, replace_attribute, restore_attributes, was_replaced
+from ..integrations._plumbing import passed_through, record_refused, replace_attribute, restore_attributes, was_replaced
 from ._hints import annotations_for, check_consistent, merge_hints
 
 _HINT_OPTIONS = ("kind", "read_only", "destructive", "idempotent")
@@ -68,7 +68,7 @@ def tool(
     """Register a function as a tool of ``server`` and instrument it, in the right order.
 
     The telemetry options (``name``, ``kind``, the hints, ``readback`` ...) are
-    :func:`telemetry.instrument_tool`'s (:class:`~telemetry.instrument.spec.ToolOptions`); the MCP options are
+    :func:`telemetry.instrument_tool`'s (:class:`~telemetry.instrument._spec.ToolOptions`); the MCP options are
     ``MCPServer.tool()``'s. The hints (``read_only``, ``destructive``, ``idempotent``, or
     ``kind``'s defaults) become the tool's annotations in ``tools/list``; hints already in
     ``annotations`` count as given and a contradiction raises :class:`ConfigurationError`.

@@ -23,8 +23,8 @@ from prometheus_client import CollectorRegistry
 from .. import conventions as c
 from .._extras import require
 from ..exceptions import ConfigurationError
-from . import active as _state
-from .batching import BatchSettings
+from . import _active as _state
+from ._batching import BatchSettings
 
 logger = logging.getLogger("telemetry")
 
@@ -224,12 +224,12 @@ def plan(
         effective = service_name_of(resource)
     if otlp is not None:
         otlp = available(otlp, explicit=otlp_endpoint is not None or otlp_protocol is not None)
-    from .multiprocess import resolve
+    from ._multiprocess import resolve
 
     shared_metrics = resolve(multiprocess_dir)
     directory = Path(traces_dir) if traces_dir is not None else None
     if directory is not None:
-        from .exporter import JsonLinesSpanExporter
+        from ._exporter import JsonLinesSpanExporter
 
         JsonLinesSpanExporter(directory, effective).check_writable()
     return Plan(

@@ -40,14 +40,14 @@ from prometheus_client.openmetrics.exposition import generate_latest as generate
 
 from .. import conventions as c
 from ..exceptions import ConfigurationError
-from . import active as _state
+from . import _active as _state
+from ._batching import BatchSettings, CountingBatchProcessor
+from ._exporter import JsonLinesSpanExporter
+from ._metrics import ToolMetrics
+from ._metrics_server import stop_server
+from ._multiprocess import aggregate_registry
+from ._multiprocess import enable as enable_multiprocess
 from ._plan import OUR_PROVIDERS, Plan, build_otlp_exporter, is_ours, plan, service_name_of
-from .batching import BatchSettings, CountingBatchProcessor
-from .exporter import JsonLinesSpanExporter
-from .metrics import ToolMetrics
-from .metrics_server import stop_server
-from .multiprocess import aggregate_registry
-from .multiprocess import enable as enable_multiprocess
 
 logger = logging.getLogger("telemetry")
 
@@ -282,7 +282,7 @@ def configure(
         multiprocess_dir: prometheus-client's multiprocess folder (default:
             ``PROMETHEUS_MULTIPROC_DIR``). Set, every worker's counters and histograms are summed
             into what ``/metrics``, ``wsgi_app()`` and ``metrics_text()`` serve, without
-            exemplars; see :mod:`telemetry.runtime.multiprocess`.
+            exemplars; see :mod:`telemetry.runtime._multiprocess`.
     """
     return install(plan(**locals()))  # every argument, as given: plan() checks them all
 

@@ -1,6 +1,6 @@
 """The shipped alert rules and dashboard, located the way the package locates them.
 
-Every alerting test reads the files through ``telemetry.runtime.resources.data_dir`` so it checks what a
+Every alerting test reads the files through ``telemetry.runtime._resources.data_dir`` so it checks what a
 user gets, installed or from a checkout.
 """
 
@@ -12,7 +12,7 @@ from typing import Any
 
 import yaml
 
-from telemetry.runtime.resources import data_dir
+from telemetry.runtime._resources import data_dir
 
 RULES_GLOB = "*.rules.yml"
 DASHBOARD_NAME = "outcome-telemetry.json"

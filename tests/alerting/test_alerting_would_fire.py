@@ -13,7 +13,7 @@ from prometheus_client.samples import Sample
 
 import telemetry
 from telemetry import conventions as c
-from telemetry.demo.alerting import (
+from telemetry.demo._alerting import (
     DEFAULT_MINUTES,
     FiringAlert,
     alert_names,

@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from telemetry import conventions as c
-from telemetry.runtime.resources import data_dir, data_file
+from telemetry.runtime._resources import data_dir, data_file
 
 import shipped
 

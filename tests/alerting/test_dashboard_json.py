@@ -7,7 +7,7 @@ from typing import Any
 import yaml
 
 from telemetry import conventions as c
-from telemetry.runtime.resources import data_dir
+from telemetry.runtime._resources import data_dir
 
 import shipped
 from promql_names import extract

@@ -3,7 +3,7 @@
 Each case runs ``peer_agent.py`` (an agent under pydantic-ai's own instrumentation, OpenInference's
 LangChain instrumentor or traceloop's ``@tool``) in a child process, reads the ``/metrics`` text of
 the processor's registry (what Prometheus would scrape), and replays those samples through the
-shipped rules with the real promtool (``telemetry.demo.alerting.would_fire``). The story's
+shipped rules with the real promtool (``telemetry.demo._alerting.would_fire``). The story's
 charge returns ``{"success": false, "error": "quota_exceeded"}`` and its refund an error status,
 on spans the tracer marks OK or unset: ``ToolMaskedFailures`` and ``ToolReportedFailuresHigh``
 fire for both tools, nothing for the lookup that succeeds, and never a silent failure (read-back
@@ -20,7 +20,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from telemetry import conventions as c
-from telemetry.demo.alerting import FiringAlert, SampleLike, would_fire
+from telemetry.demo._alerting import FiringAlert, SampleLike, would_fire
 
 from optional import in_ci
 

@@ -17,8 +17,8 @@ from prometheus_client import CollectorRegistry
 
 import telemetry
 from telemetry import conventions as c
-from telemetry.demo.alerting import samples_from_registry, would_fire
-from telemetry.demo.runner import run_crew
+from telemetry.demo._alerting import samples_from_registry, would_fire
+from telemetry.demo._runner import run_crew
 from telemetry.forensics import open_traces
 from telemetry.instrument import current_call
 

@@ -23,8 +23,8 @@ if importlib.util.find_spec("mcp") is None:  # pragma: no cover - depends on the
         raise RuntimeError("the mcp SDK is required in CI (CI=true); install outcome-telemetry[mcp]")
     pytest.skip("the audit needs outcome-telemetry[mcp] (pydantic and the mcp client)", allow_module_level=True)
 
-from telemetry.audit.cli import main  # noqa: E402
-from telemetry.demo.world import World  # noqa: E402
+from telemetry.audit._cli import main  # noqa: E402
+from telemetry.demo._world import World  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 BAD_SERVER = HERE / "bad_mcp_server.py"

@@ -16,9 +16,9 @@ from hypothesis import strategies as st
 
 from telemetry import conventions as c
 from telemetry.audit import SCHEMA_ID
-from telemetry.audit.mcp_listing import from_listing
-from telemetry.audit.report import TargetInfo, run_audit
-from telemetry.audit.table import clean, render
+from telemetry.audit._mcp_listing import from_listing
+from telemetry.audit._report import TargetInfo, run_audit
+from telemetry.audit._table import clean, render
 from telemetry.cli import main as top_main
 
 import audit_support  # noqa: F401  (skips without the extra, fails in CI)
@@ -71,7 +71,7 @@ def test_help_explains_the_checks_and_exit_status(capsys: pytest.CaptureFixture[
 def test_the_checks_are_spelled_one_way(app: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """The table's columns, the JSON's answer keys, the SARIF rule names of the noes and the docs
     spell each check as conventions does (``AUDIT_*``); the old spellings appear nowhere."""
-    from telemetry.audit.rules import RULES
+    from telemetry.audit._rules import RULES
 
     code, out, _err = run_cli(capsys, "auditapp:TOOLS")
     header = out.splitlines()[0].split()
@@ -162,7 +162,7 @@ def test_source_helper_matches_inspect(app: Path) -> None:
     """The source line the audit reports is the one inspect gives for the unwrapped function."""
     import auditapp  # type: ignore[import-not-found]
 
-    from telemetry.audit.targets import from_callable
+    from telemetry.audit._targets import from_callable
 
     model = from_callable(auditapp.overwrite, "t")
     assert model.source is not None

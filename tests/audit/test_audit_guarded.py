@@ -15,9 +15,9 @@ from types import ModuleType
 import pytest
 
 from telemetry.audit import NO, NOT_APPLICABLE, YES, audit_tools
-from telemetry.audit.model import CHECKS, IDEMPOTENT, READBACK_VERIFIED, SCOPED, VERSION_BOUND
-from telemetry.demo.surfaces import guarded_tools
-from telemetry.demo.world import World
+from telemetry.audit._model import CHECKS, IDEMPOTENT, READBACK_VERIFIED, SCOPED, VERSION_BOUND
+from telemetry.demo._surfaces import guarded_tools
+from telemetry.demo._world import World
 from telemetry.guards import ToolRegistry
 
 import audit_support  # noqa: F401  (skips without the extra, fails in CI)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from telemetry.audit import NO, audit_tools
-from telemetry.audit.model import (
+from telemetry.audit._model import (
     CHECKS,
     IDEMPOTENT,
     PREVIEWABLE,
@@ -12,8 +12,8 @@ from telemetry.audit.model import (
     SEMANTICALLY_OBSERVABLE,
     VERSION_BOUND,
 )
-from telemetry.demo.surfaces import legacy_tools
-from telemetry.demo.world import World
+from telemetry.demo._surfaces import legacy_tools
+from telemetry.demo._world import World
 
 import audit_support  # noqa: F401  (skips without the extra, fails in CI)
 from audit_support import world  # noqa: F401  (fixture)

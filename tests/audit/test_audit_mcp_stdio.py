@@ -10,7 +10,7 @@ import re
 import jsonschema
 import pytest
 
-from telemetry.audit.cli import main
+from telemetry.audit._cli import main
 
 import audit_support  # noqa: F401  (skips without the extra, fails in CI)
 from audit_support import answers, codes, run_cli, run_json, stdio_command

@@ -9,8 +9,8 @@ from mcp.server.mcpserver.tools.base import Tool
 from pydantic import Field
 
 from telemetry.audit import audit_tools
-from telemetry.audit.schema import input_schema
-from telemetry.guards.state import JSONValue
+from telemetry.audit._schema import input_schema
+from telemetry.guards._state import JSONValue
 
 import audit_support  # noqa: F401  (skips without the extra, fails in CI)
 

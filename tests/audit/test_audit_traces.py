@@ -9,13 +9,13 @@ from pathlib import Path
 import pytest
 
 from telemetry.audit import NO, YES, run_audit
-from telemetry.audit.model import IDEMPOTENT, READBACK_VERIFIED, SCOPED, SEMANTICALLY_OBSERVABLE
-from telemetry.audit.report import TargetInfo
-from telemetry.audit.targets import tools_of
-from telemetry.audit.traces import collect
-from telemetry.demo.runner import run_crew
-from telemetry.demo.surfaces import legacy_tools
-from telemetry.demo.world import World
+from telemetry.audit._model import IDEMPOTENT, READBACK_VERIFIED, SCOPED, SEMANTICALLY_OBSERVABLE
+from telemetry.audit._report import TargetInfo
+from telemetry.audit._targets import tools_of
+from telemetry.audit._traces import collect
+from telemetry.demo._runner import run_crew
+from telemetry.demo._surfaces import legacy_tools
+from telemetry.demo._world import World
 
 import audit_support  # noqa: F401  (skips without the extra, fails in CI)
 from audit_support import answers, run_cli, run_json
@@ -89,7 +89,7 @@ def test_missing_trace_path_is_exit_2(capsys: pytest.CaptureFixture[str], tmp_pa
 
 def test_demo_ends_with_the_audit_summary(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """`outcome-telemetry demo` prints one audit line comparing the guarded and the legacy surfaces."""
-    from telemetry.demo.cli import main as demo_main
+    from telemetry.demo._cli import main as demo_main
 
     demo_main(["--scenario", "retry_after_timeout", "--no-alerts", "--out", str(tmp_path)])
     last = capsys.readouterr().out.rstrip().splitlines()[-1]

@@ -13,7 +13,7 @@ from telemetry import conventions as c
 from telemetry import instrument_tool
 from telemetry.exceptions import ConfigurationError
 from telemetry.guards import Delegations, carried_ids, open_store, record_handoff
-from telemetry.runtime.otlp_json import encode_traces_data
+from telemetry.runtime._otlp_json import encode_traces_data
 from telemetry.testing import Capture
 
 ROOT = [

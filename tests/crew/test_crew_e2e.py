@@ -9,7 +9,7 @@ import pytest
 
 from telemetry import conventions as c
 from telemetry.demo import SCENARIOS, run_crew, score
-from telemetry.demo.runner import CrewResult
+from telemetry.demo._runner import CrewResult
 from telemetry.forensics import QUESTION_NAMES, open_traces
 
 

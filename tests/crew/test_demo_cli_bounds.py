@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from telemetry.cli import main
-from telemetry.demo.cli import MAX_AGENTS, MAX_BACKGROUND_STEPS, MAX_SEED, MAX_STEPS
+from telemetry.demo._cli import MAX_AGENTS, MAX_BACKGROUND_STEPS, MAX_SEED, MAX_STEPS
 
 
 @pytest.mark.parametrize(

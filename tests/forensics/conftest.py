@@ -12,8 +12,8 @@ from types import ModuleType
 import duckdb
 import pytest
 
-from telemetry.forensics.inputs import resolve_inputs
-from telemetry.forensics.loading import SPANS_LOADED, load
+from telemetry.forensics._inputs import resolve_inputs
+from telemetry.forensics._loading import SPANS_LOADED, load
 
 _DATABASES = itertools.count()
 

@@ -162,7 +162,7 @@ def genai_from_pydantic_ai() -> list[str]:
     from pydantic_ai.models.function import AgentInfo, FunctionModel
     from pydantic_ai.models.instrumented import InstrumentationSettings
 
-    from telemetry.runtime.otlp_json import encode_traces_data
+    from telemetry.runtime._otlp_json import encode_traces_data
 
     exporter = InMemorySpanExporter()
     provider = TracerProvider()

@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 
 from telemetry.exceptions import ForensicsInputError
 from telemetry.forensics import open_traces
-from telemetry.forensics.validation import line_problem
+from telemetry.forensics._validation import line_problem
 
 _scalar = st.one_of(
     st.text(max_size=4).map(lambda s: ({"stringValue": s}, s)),

@@ -12,8 +12,8 @@ from prometheus_client import CollectorRegistry
 
 from telemetry import conventions as c
 from telemetry.forensics import QUESTION_NAMES, ingest, open_traces, question
-from telemetry.forensics.cli import main
-from telemetry.runtime.resources import data_dir
+from telemetry.forensics._cli import main
+from telemetry.runtime._resources import data_dir
 
 from forensics_incidents import planted
 

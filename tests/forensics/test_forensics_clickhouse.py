@@ -19,7 +19,7 @@ import pytest
 from telemetry import conventions as c
 from telemetry.exceptions import ClickHouseInputError, ClickHouseSchemaError, ClickHouseTableMissing, TooManySpans
 from telemetry.forensics import QUESTION_NAMES, Forensics, open_clickhouse, open_traces
-from telemetry.forensics.cli import main as forensics_main
+from telemetry.forensics._cli import main as forensics_main
 
 from clickhouse_support import create, exporter_rows, insert_rows, shifted_lines, write_lines
 from forensics_builder import T0_S, TraceBuilder, attrs, hex_id, ns, otlp_span_json, service_line

@@ -102,9 +102,9 @@ def test_many_spans_stream_in_several_arrow_batches(server: dict[str, Any], data
         client.command(f"DROP DATABASE IF EXISTS {source}")
     connection = connect(server["url"])
     try:
-        from telemetry.forensics.clickhouse import Window, spans_select
+        from telemetry.forensics.clickhouse import ReadWindow, spans_select
 
-        select = spans_select(database, "otel_traces", Window(0, 2**62), 10**9)
+        select = spans_select(database, "otel_traces", ReadWindow(0, 2**62), 10**9)
         with connection.stream(select, "test") as batches:
             sizes = [batch.num_rows for batch in batches]
     finally:

@@ -12,7 +12,7 @@ import pytest
 from telemetry import conventions as c
 from telemetry.exceptions import ClickHouseBadRows, ForensicsInputError
 from telemetry.forensics import QUESTION_NAMES, open_traces
-from telemetry.forensics.cli import main as forensics_main
+from telemetry.forensics._cli import main as forensics_main
 
 from clickhouse_support import create, exporter_rows, insert_rows, shifted_lines, write_lines
 from forensics_builder import TraceBuilder, attrs, hex_id, ns, otlp_span_json, service_line

@@ -21,8 +21,8 @@ import pytest
 
 from telemetry import conventions as c
 from telemetry.exceptions import ClickHouseBadRows
-from telemetry.forensics.clickhouse import Window, attribute_keys, spans_select
-from telemetry.forensics.clickhouse.select import LOOKUP_SUFFIX, MAX_ROW_BYTES, RUN_PADDING_NS
+from telemetry.forensics.clickhouse import ReadWindow, attribute_keys, spans_select
+from telemetry.forensics.clickhouse._select import LOOKUP_SUFFIX, MAX_ROW_BYTES, RUN_PADDING_NS
 
 from clickhouse_support import create, exporter_rows, insert_rows
 from forensics_builder import hex_id, otlp_span_json, service_line
@@ -90,7 +90,7 @@ def _rows_read(session: Any, sql: str, parameters: dict[str, str]) -> int:
 def test_a_window_of_a_fifth_of_the_table_reads_a_fifth_of_it_and_the_padding(
         chdb_dir: Path, multiday: tuple[str, int], lookup: str) -> None:
     database, start = multiday
-    window = Window(start + 2 * DAY, start + 3 * DAY)
+    window = ReadWindow(start + 2 * DAY, start + 3 * DAY)
     share = (window.until_ns - window.since_ns + 2 * window.padding_ns) / (DAYS * DAY)
     session = _session(chdb_dir)
     try:
@@ -105,13 +105,13 @@ def test_a_window_of_a_fifth_of_the_table_reads_a_fifth_of_it_and_the_padding(
         # three reads of the table (runs picked, their tool spans' parent ids, the rows), each
         # at most the window and its padding (plus the granules at its edges)
         assert read <= 3 * (share * rows + 64 * 2 * SPAN_NAMES * parts_read) + lookup_rows, (read, rows)
-        whole = _bound(*_select(database, Window(start - DAY, start + (DAYS + 1) * DAY), lookup))
+        whole = _bound(*_select(database, ReadWindow(start - DAY, start + (DAYS + 1) * DAY), lookup))
         assert _rows_read(session, *whole) >= 3 * rows  # the same reads over the whole table
     finally:
         session.close()
 
 
-def _select(database: str, window: Window, lookup: str | None) -> tuple[str, dict[str, Any]]:
+def _select(database: str, window: ReadWindow, lookup: str | None) -> tuple[str, dict[str, Any]]:
     select = spans_select(database, "otel_traces", window, 10**9, lookup=lookup)
     return select.sql, select.parameters
 

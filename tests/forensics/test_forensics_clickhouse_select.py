@@ -9,16 +9,17 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from telemetry import conventions as c
+from telemetry._span_formats import FORMATS
 from telemetry.exceptions import (
     ClickHouseAuthError,
     ClickHouseInputError,
     ClickHouseTableMissing,
     ClickHouseUnreachable,
 )
-from telemetry.forensics.clickhouse import Window, attribute_keys, parse_url, spans_select, window
-from telemetry.forensics.clickhouse.client import error_for
-from telemetry.forensics.clickhouse.keys import PEER_KEY_PREFIXES, PEER_KEYS, PEER_RUN_KEYS
-from telemetry.forensics.clickhouse.select import (
+from telemetry.forensics.clickhouse import ReadWindow, attribute_keys, parse_url, spans_select, window
+from telemetry.forensics.clickhouse._client import error_for
+from telemetry.forensics.clickhouse._keys import PEER_KEY_PREFIXES, PEER_KEYS, PEER_RUN_KEYS
+from telemetry.forensics.clickhouse._select import (
     IDENTIFIER,
     KIND_SPELLINGS,
     STATUS_SPELLINGS,
@@ -27,10 +28,9 @@ from telemetry.forensics.clickhouse.select import (
     normalize_type,
     quote_identifier,
 )
-from telemetry.runtime.resources import data_file
-from telemetry.span_formats import FORMATS
+from telemetry.runtime._resources import data_file
 
-W = Window(1_000, 2_000, "svc")
+W = ReadWindow(1_000, 2_000, "svc")
 
 
 def test_the_keys_read_are_those_spans_sql_types_and_the_peer_keys_and_arrays_are_the_constraint_lists() -> None:
@@ -45,7 +45,7 @@ def test_the_keys_read_are_those_spans_sql_types_and_the_peer_keys_and_arrays_ar
     for peer in (c.OI_INPUT_VALUE, c.OI_SESSION_ID, c.OPENINFERENCE_SPAN_KIND, c.GEN_AI_OPERATION_NAME, c.OI_TOOL_NAME,
                  c.TRACELOOP_ENTITY_NAME, c.LANGFUSE_SESSION_ID, c.MLFLOW_SPAN_INPUTS, c.GEN_AI_TOOL_CALL_RESULT):
         assert peer in keys.keys and peer not in keys.tool_keys, peer  # a peer's tool span is told by its marker
-    # the markers as telemetry.span_formats reads them: the value, or the value JSON-encoded (MLflow)
+    # the markers as telemetry._span_formats reads them: the value, or the value JSON-encoded (MLflow)
     assert keys.markers == {fmt.marker: (fmt.marker_value, f'"{fmt.marker_value}"') for fmt in FORMATS}
     assert keys.markers[c.OPENINFERENCE_SPAN_KIND] == ("TOOL", '"TOOL"')
     assert keys.prefixes == (c.OI_LLM_OUTPUT_MESSAGES + ".",)
@@ -103,7 +103,7 @@ def test_the_map_is_cut_by_one_map_filter_and_no_lambda_captures_it() -> None:
 
 
 def test_every_read_of_the_table_is_bounded_by_the_padded_window() -> None:
-    window = Window(10**18, 10**18 + 60 * 10**9, None, padding_ns=5 * 10**9)
+    window = ReadWindow(10**18, 10**18 + 60 * 10**9, None, padding_ns=5 * 10**9)
     select = spans_select("otel", "otel_traces", window, 11)
     reads = select.sql.count("FROM `otel`.`otel_traces`")
     assert reads == 3  # the runs picked, their tool spans' parent ids, the rows
@@ -136,7 +136,7 @@ def test_the_lookup_table_is_recognised_in_each_exporter_version(columns: dict[s
 
 
 def test_without_a_service_there_is_no_service_filter() -> None:
-    assert "ServiceName =" not in spans_select("otel", "otel_traces", Window(1, 2), 5).sql
+    assert "ServiceName =" not in spans_select("otel", "otel_traces", ReadWindow(1, 2), 5).sql
 
 
 def test_both_kind_and_status_spellings_map_to_the_otlp_names() -> None:
@@ -188,9 +188,9 @@ def test_urls_carry_tls_database_options_and_settings_but_never_a_password() -> 
 
 def test_the_window_is_last_6h_by_default_and_refuses_mixed_or_bad_options() -> None:
     now = 10**18
-    assert window(now_ns=now) == Window(now - 6 * 3600 * 10**9, now + 1, None)
-    assert window(last="90m", service="s", now_ns=now) == Window(now - 5400 * 10**9, now + 1, "s")
-    assert window("2024-01-01T00:00:00Z", "2024-01-01T01:00:00+01:00", now_ns=now) == Window(
+    assert window(now_ns=now) == ReadWindow(now - 6 * 3600 * 10**9, now + 1, None)
+    assert window(last="90m", service="s", now_ns=now) == ReadWindow(now - 5400 * 10**9, now + 1, "s")
+    assert window("2024-01-01T00:00:00Z", "2024-01-01T01:00:00+01:00", now_ns=now) == ReadWindow(
         1_704_067_200 * 10**9, 1_704_067_200 * 10**9, None)
     for kwargs, message in [({"last": "6x"}, "not a duration"), ({"since": "yesterday"}, "not a time"),
                             ({"until": "2024-01-01"}, "needs --since"),
@@ -198,7 +198,7 @@ def test_the_window_is_last_6h_by_default_and_refuses_mixed_or_bad_options() -> 
         with pytest.raises(ClickHouseInputError, match=message):
             window(**kwargs)  # type: ignore[arg-type]
     with pytest.raises(ClickHouseInputError, match="window is empty"):
-        spans_select("otel", "otel_traces", Window(5, 5), 1)
+        spans_select("otel", "otel_traces", ReadWindow(5, 5), 1)
 
 
 @pytest.mark.parametrize("message, kind", [

@@ -23,9 +23,9 @@ from telemetry import conventions as c
 from telemetry.exceptions import ClickHouseInputError, ClickHouseUnreachable, TooManySpans
 from telemetry.forensics import open_traces
 from telemetry.forensics.watch import Watcher, WatchOptions, watched_questions
-from telemetry.forensics.watch.cli import main as watch_main
-from telemetry.forensics.watch.clickhouse import ClickHouseSource
-from telemetry.forensics.watch.findings import counted
+from telemetry.forensics.watch._cli import main as watch_main
+from telemetry.forensics.watch._clickhouse import ClickHouseSource
+from telemetry.forensics.watch._findings import counted
 
 from chdb_http import ChdbHttpServer, closed_port, session_for
 from clickhouse_support import create, exporter_rows, insert_rows, shifted_lines, write_lines

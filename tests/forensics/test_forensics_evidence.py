@@ -11,7 +11,7 @@ import pytest
 
 from telemetry import conventions as c
 from telemetry.forensics import open_traces
-from telemetry.forensics.cli import main
+from telemetry.forensics._cli import main
 
 from forensics_builder import TraceBuilder, attrs, hex_id, ns, otlp_span_json, service_line
 from forensics_incidents import planted

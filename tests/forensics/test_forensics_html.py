@@ -11,7 +11,7 @@ import pytest
 from telemetry import conventions as c
 from telemetry.exceptions import ForensicsInputError
 from telemetry.forensics import Forensics, open_traces
-from telemetry.forensics.cli import main
+from telemetry.forensics._cli import main
 from telemetry.forensics.html import render_html, validate_trace_url, write_html
 
 from forensics_builder import TraceBuilder, attrs

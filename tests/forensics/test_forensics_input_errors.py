@@ -19,8 +19,8 @@ from hypothesis import strategies as st
 from telemetry import conventions as c
 from telemetry.exceptions import ForensicsInputError
 from telemetry.forensics import open_traces
-from telemetry.forensics.cli import main
-from telemetry.forensics.validation import line_problem
+from telemetry.forensics._cli import main
+from telemetry.forensics._validation import line_problem
 
 from forensics_builder import TraceBuilder, attrs
 

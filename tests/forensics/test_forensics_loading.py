@@ -17,7 +17,7 @@ from opentelemetry.sdk.trace.export import ConsoleSpanExporter, SimpleSpanProces
 from telemetry import conventions as c
 from telemetry.exceptions import ForensicsInputError
 from telemetry.forensics import ingest, open_traces
-from telemetry.forensics.loading import PARQUET_ROW_GROUP
+from telemetry.forensics._loading import PARQUET_ROW_GROUP
 
 from forensics_builder import TraceBuilder, any_value, attrs, ns, otlp_span_json, service_line
 

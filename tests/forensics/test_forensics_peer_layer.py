@@ -1,4 +1,4 @@
-"""The span-format layer (``queries/spans.sql`` after its marker, ``telemetry/forensics/peers.py``):
+"""The span-format layer (``queries/spans.sql`` after its marker, ``telemetry/forensics/_peers.py``):
 each format's tool spans read into the ``spans`` columns, on the small fixtures of
 ``peer_fixtures/`` and on variants built to probe one rule each; hostile content; the options."""
 
@@ -15,13 +15,13 @@ import pytest
 from peer_story import FORMAT_NAMES, SELECTED_GLOB, fixture, line, span
 
 from telemetry import conventions as c
+from telemetry._span_formats import FORMATS, tool_call_of
 from telemetry.exceptions import ForensicsInputError
 from telemetry.forensics import Forensics, open_traces
-from telemetry.forensics.cli import main as forensics_main
-from telemetry.forensics.peers import ToolSpanSelector, arguments_facts, judge_result, parse_tool_spans
-from telemetry.forensics.questions import CONTENT_COLUMNS, NEEDS, QUESTION_NAMES
-from telemetry.runtime.resources import data_file
-from telemetry.span_formats import FORMATS, tool_call_of
+from telemetry.forensics._cli import main as forensics_main
+from telemetry.forensics._peers import ToolSpanSelector, arguments_facts, judge_result, parse_tool_spans
+from telemetry.forensics._questions import CONTENT_COLUMNS, NEEDS, QUESTION_NAMES
+from telemetry.runtime._resources import data_file
 
 from forensics_builder import hex_id
 

@@ -5,7 +5,7 @@ value JSON-encoded as MLflow writes it, or not text at all), with or without a t
 with any span name and any recorded result. After the real loader (``load_file``: the macros, the
 JSON-lines reader, deduplication, the span-format layer), every such span is in ``peer_spans``
 exactly once and is one of: a tool call (with a tool name, its format the one span_formats'
-:func:`~telemetry.span_formats.tool_call_of` reads it as), a span of its format that is no tool
+:func:`~telemetry._span_formats.tool_call_of` reads it as), a span of its format that is no tool
 call (its marker names another kind of span), or not understood with a reason the evidence
 counts. Nothing raises, whatever the result text holds.
 """
@@ -23,7 +23,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from telemetry import conventions as c
-from telemetry.span_formats import FORMATS, tool_call_of
+from telemetry._span_formats import FORMATS, tool_call_of
 
 from forensics_builder import hex_id
 

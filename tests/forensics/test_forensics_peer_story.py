@@ -25,7 +25,7 @@ from prometheus_client import CollectorRegistry
 
 from telemetry import conventions as c
 from telemetry.forensics import Forensics, ingest, open_traces
-from telemetry.forensics.cli import main as forensics_main
+from telemetry.forensics._cli import main as forensics_main
 from telemetry.forensics.watch import Watcher, WatchOptions
 
 PEERS = Path(__file__).resolve().parents[1] / "peers" / "fixtures"

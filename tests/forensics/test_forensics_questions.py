@@ -12,7 +12,7 @@ import pytest
 
 from telemetry import conventions as c
 from telemetry.forensics import QUESTION_NAMES, Forensics, ingest, open_traces
-from telemetry.forensics.questions import CONTENT_COLUMNS
+from telemetry.forensics._questions import CONTENT_COLUMNS
 
 from forensics_builder import T0_S
 from forensics_incidents import planted, span_id, trace_id
@@ -237,7 +237,7 @@ def test_text_report_leads_with_critical_fits_100_columns_and_says_what_to_do(tr
 
 def test_long_values_are_cut_in_the_table_and_full_in_json(traces: Forensics) -> None:
     """A value longer than a line is wrapped or cut in text, and whole in --format json."""
-    from telemetry.forensics.report import format_rows
+    from telemetry.forensics._report import format_rows
 
     long_key = "k/" + "x" * 300
     rows = [{"state_key": long_key, "agent_id": "a"}]
@@ -277,7 +277,7 @@ def test_the_mcp_sdks_tools_call_server_spans_change_no_question(tmp_path: Path)
 def test_the_double_execution_kinds_are_kinds_the_question_produces() -> None:
     """watch and the audit count rows by these kinds: a kind renamed in the SQL must fail here,
     not silently stop both from counting double executions."""
-    from telemetry.forensics.questions import DOUBLE_EXECUTIONS, question
+    from telemetry.forensics._questions import DOUBLE_EXECUTIONS, question
 
     sql = question("idempotency_conflicts").sql
     assert DOUBLE_EXECUTIONS

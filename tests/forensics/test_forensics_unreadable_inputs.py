@@ -25,8 +25,8 @@ import pytest
 from telemetry import conventions as c
 from telemetry.exceptions import ForensicsInputError
 from telemetry.forensics import open_traces
-from telemetry.forensics.inputs import resolve_inputs
-from telemetry.forensics.validation import truncated_tail
+from telemetry.forensics._inputs import resolve_inputs
+from telemetry.forensics._validation import truncated_tail
 
 from forensics_builder import TraceBuilder, attrs
 
@@ -106,7 +106,7 @@ def test_a_fifo_among_the_paths_is_refused_by_name(tmp_path: Path, capsys: pytes
         resolve_inputs([good, pipe])
     with pytest.raises(ForensicsInputError, match=r"live\.jsonl.* is a FIFO"):
         resolve_inputs([tmp_path])
-    from telemetry.forensics.cli import main
+    from telemetry.forensics._cli import main
 
     assert main(["report", str(good), str(pipe), "-q"]) == 2
     assert "FIFO" in capsys.readouterr().err

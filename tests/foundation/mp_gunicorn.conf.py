@@ -2,8 +2,8 @@
 
 import os
 
-from telemetry.runtime.multiprocess import child_exit as _mark_dead
-from telemetry.runtime.multiprocess import clear
+from telemetry.runtime import clear_multiprocess_dir as clear
+from telemetry.runtime import multiprocess_child_exit as _mark_dead
 
 workers = 3
 bind = os.environ["MP_TEST_BIND"]

@@ -9,7 +9,7 @@ import pytest
 
 from telemetry import ConfigurationError, instrument_tool
 from telemetry import conventions as c
-from telemetry.instrument.redact import is_secret_name
+from telemetry.instrument._redact import is_secret_name
 from telemetry.testing import Capture
 
 from .kinds import KINDS, drive, make

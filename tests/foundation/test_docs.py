@@ -21,7 +21,7 @@ import yaml
 
 import telemetry
 from telemetry import conventions as c
-from telemetry.forensics.questions import QUESTION_NAMES
+from telemetry.forensics._questions import QUESTION_NAMES
 from telemetry.instrument import ToolOptions
 
 REPO = Path(__file__).resolve().parents[2]

@@ -255,7 +255,7 @@ def test_registration_is_thread_safe(shapes: Any) -> None:
 
 def test_scalar_annotation_decided_at_decoration_time() -> None:
     """`-> str`/`-> int` tools get the registered-only classifier; dict, unions and none get every rule."""
-    from telemetry.instrument import classify as k
+    from telemetry.instrument import _classify as k
 
     def spec_of(fn: Any) -> Any:
         return telemetry.instrument_tool(fn).__outcome_telemetry__.classify

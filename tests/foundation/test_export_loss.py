@@ -17,8 +17,8 @@ from prometheus_client import CollectorRegistry
 import telemetry
 from telemetry import conventions as c
 from telemetry.forensics import open_traces
-from telemetry.runtime.batching import BatchSettings, CountingBatchProcessor
-from telemetry.runtime.metrics import ToolMetrics
+from telemetry.runtime._batching import BatchSettings, CountingBatchProcessor
+from telemetry.runtime._metrics import ToolMetrics
 
 ROOT = Path(__file__).resolve().parents[2]
 THREADS, PER_THREAD = 8, 2_500

@@ -21,8 +21,8 @@ from prometheus_client import CollectorRegistry
 import telemetry
 from telemetry import conventions as c
 from telemetry.forensics import open_traces
-from telemetry.runtime.batching import BatchSettings, CountingBatchProcessor
-from telemetry.runtime.metrics import ToolMetrics
+from telemetry.runtime._batching import BatchSettings, CountingBatchProcessor
+from telemetry.runtime._metrics import ToolMetrics
 
 
 def lines_of(folder: Path) -> list[dict[str, object]]:
@@ -218,7 +218,7 @@ def test_importing_telemetry_builds_no_tracer_provider_and_registers_no_exit_hoo
         sdk.TracerProvider.__init__ = counting
         hooks = atexit._ncallbacks()
         import telemetry
-        from telemetry.runtime import otlp_text
+        from telemetry.runtime import _otlp_text as otlp_text
         print(len(built), atexit._ncallbacks() - hooks, getattr(otlp_text, "_fast", "decided"))
         print(otlp_text.FAST_PATH, len(built))
     """)

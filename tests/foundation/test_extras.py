@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from telemetry.audit.cli import main as audit
+from telemetry.audit._cli import main as audit
 
 
 def test_audit_without_the_mcp_sdk_says_which_extra_to_install(monkeypatch: pytest.MonkeyPatch,

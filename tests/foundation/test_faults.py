@@ -14,7 +14,7 @@ from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
 import telemetry
 from telemetry import conventions as c
-from telemetry.runtime import containment as _safe
+from telemetry.runtime import _containment as _safe
 from telemetry.testing import Capture, capture
 
 from .kinds import KINDS, drive, make

@@ -24,7 +24,7 @@ import telemetry
 from telemetry import conventions as c
 from telemetry.envelopes import register_result_shape
 from telemetry.runtime import ToolSpanObserver, observe_tool_spans
-from telemetry.runtime import observe as observe_module
+from telemetry.runtime import _observe as observe_module
 from telemetry.testing import capture
 
 from .kinds import KINDS, drive, make
@@ -218,7 +218,7 @@ def test_no_recorded_result_counts_by_transport_and_says_how_to_record_it(peer: 
     assert peer.calls("charge", c.TRANSPORT_OK, c.OUTCOME_OK) == 2
     logged = [r.getMessage() for r in caplog.records if "no recorded result" in r.getMessage()]
     assert len(logged) == 1, logged  # once per format
-    from telemetry.span_formats import format_named
+    from telemetry._span_formats import format_named
 
     assert format_named(fmt).content_setting in logged[0]
 

@@ -7,7 +7,7 @@ from typing import Any
 from opentelemetry.sdk.trace import SpanLimits, TracerProvider
 from opentelemetry.trace import Link, SpanContext, TraceFlags, TraceState
 
-from telemetry.runtime.otlp_json import encode_traces_data
+from telemetry.runtime._otlp_json import encode_traces_data
 
 
 def _encode(**span_kwargs: Any) -> dict[str, Any]:

@@ -14,9 +14,9 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan, SpanLimits, TracerProvider
 from opentelemetry.trace import Link, SpanContext, SpanKind, Status, StatusCode, TraceFlags, TraceState
 
-from telemetry.runtime import otlp_text
-from telemetry.runtime.otlp_json import encode_traces_data
-from telemetry.runtime.otlp_text import encode_line
+from telemetry.runtime import _otlp_text as otlp_text
+from telemetry.runtime._otlp_json import encode_traces_data
+from telemetry.runtime._otlp_text import encode_line
 
 
 def _same(spans: list[ReadableSpan]) -> dict[str, Any]:

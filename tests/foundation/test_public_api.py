@@ -16,8 +16,6 @@ import sys
 from pathlib import Path
 from types import ModuleType
 
-import pytest
-
 import telemetry
 
 SNAPSHOT = Path(__file__).with_name("public_api.txt")
@@ -76,9 +74,6 @@ def test_no_submodule_is_shadowed_by_a_name() -> None:
     assert not shadowed, shadowed
 
 
-@pytest.mark.xfail(strict=True, reason="open (issue 27, item 4): Finding (audit.model, forensics.watch), Window "
-                   "(forensics.clickhouse.select, forensics.watch.window) and BadLine (forensics.validation, "
-                   "forensics.watch.window) still mean two things each; strict, so fixing them fails this mark")
 def test_no_two_public_classes_share_a_name() -> None:
     """A class name means one thing: two different public classes never share it."""
     seen: dict[str, set[str]] = {}

@@ -40,15 +40,15 @@ INTEGRATIONS = {"pydantic_ai": "pydantic-ai", "langchain": "langchain", "openai_
 """``telemetry.integrations`` modules, each its framework's extra."""
 
 EXTRA_MODULES: dict[str, list[str]] = {
-    "forensics": ["duckdb", "telemetry.forensics", "telemetry.forensics.cli", "telemetry.forensics.watch.cli"],
+    "forensics": ["duckdb", "telemetry.forensics", "telemetry.forensics._cli", "telemetry.forensics.watch._cli"],
     "otlp": ["opentelemetry.exporter.otlp.proto.http.trace_exporter"],
     "otlp-grpc": ["opentelemetry.exporter.otlp.proto.grpc.trace_exporter"],
     "postgres": ["psycopg"],
     "clickhouse": ["clickhouse_connect", "pyarrow", "telemetry.forensics.clickhouse"],
     "chdb": ["chdb"],
     "mcp": ["telemetry.mcp"],
-    "audit": ["pydantic", "mcp", "duckdb", "telemetry.audit.cli"],
-    "demo": ["duckdb", "pydantic", "telemetry.demo.cli"],
+    "audit": ["pydantic", "mcp", "duckdb", "telemetry.audit._cli"],
+    "demo": ["duckdb", "pydantic", "telemetry.demo._cli"],
     "pydantic-ai": ["telemetry.integrations.pydantic_ai"],
     "langchain": ["telemetry.integrations.langchain"],
     "openai-agents": ["telemetry.integrations.openai_agents"],
@@ -116,7 +116,7 @@ def test_wheel_installs_and_exports(wheel: Path, tmp_path: Path) -> None:
     (site / "deps.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
     script = (
         "import telemetry, pathlib, sys\n"
-        "from telemetry.runtime.resources import data_dir\n"
+        "from telemetry.runtime._resources import data_dir\n"
         "assert 'site-packages' in telemetry.__file__, telemetry.__file__\n"
         "assert (pathlib.Path(telemetry.__file__).parent / 'py.typed').exists()\n"
         "for kind in ('queries', 'dashboards', 'alerts'):\n"

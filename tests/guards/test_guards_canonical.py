@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from telemetry import conventions as c
 from telemetry import instrument_tool
 from telemetry.guards import IdempotencyKeys, SQLiteStore, open_store
-from telemetry.guards.validation import BadInput, canonical_payload
+from telemetry.guards._validation import BadInput, canonical_payload
 from telemetry.testing import Capture
 
 from . import canonical_worker

@@ -303,7 +303,7 @@ def test_commit_where_the_action_is_not_registered_is_refused(shop: Shop) -> Non
 def test_predicate_booleans_never_match_numbers(shop: Shop) -> None:
     """{"price": True} matches no product priced 1, and a number matches by value (100 == 100.0)."""
     with shop.state.store.transaction() as conn:
-        from telemetry.guards.state import put
+        from telemetry.guards._state import put
 
         put(conn, "products/flag-1", '{"collection":"flags","price":1}', ABSENT_VERSION, actor="test")
     assert shop.plan(target_predicate={"collection": "flags", "price": True})["objects_matched"] == 0

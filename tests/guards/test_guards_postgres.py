@@ -27,7 +27,7 @@ from telemetry.guards import (
     StoreDisconnected,
     StoreUnavailable,
 )
-from telemetry.guards.postgres import WRITE_LOCK_KEY, map_error, translate_ddl
+from telemetry.guards._postgres import WRITE_LOCK_KEY, map_error, translate_ddl
 from telemetry.testing import Capture
 
 import pg_server
@@ -248,7 +248,7 @@ def test_a_write_waits_for_an_exclusive_transaction_and_rechecks_the_version(pg_
     """write_state is one statement that takes the write lock inside itself: while an exclusive
     transaction (a plan commit, a forced write) holds the lock and moves the key, the write waits,
     then re-checks against what committed and is refused stale, with no change-log row of its own."""
-    from telemetry.guards.state import put
+    from telemetry.guards._state import put
 
     state = StateStore(PostgresStore(pg_url))
     base = state.write_state("k", 1, ABSENT_VERSION)["version"]

@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 
 from telemetry.guards import ABSENT_VERSION, SQLiteStore, StateStore, StoreBusy
-from telemetry.guards.store import StoreUnavailable
-from telemetry.guards.validation import digest
+from telemetry.guards._store import StoreUnavailable
+from telemetry.guards._validation import digest
 
 
 def _state(tmp_path: Path) -> StateStore:

@@ -160,7 +160,7 @@ def test_readback_reads_the_database(state: StateStore, telemetry_capture: Captu
 
 def test_readback_of_a_superseded_write_uses_the_change_log(state: StateStore) -> None:
     """A write replaced by a later one still reads back as match, from the change log."""
-    from telemetry.guards.state import persisted
+    from telemetry.guards._state import persisted
 
     first = state.write_state("k", {"a": 1}, ABSENT_VERSION)
     state.write_state("k", {"a": 2}, first["version"])
@@ -222,7 +222,7 @@ def test_a_locked_store_is_a_retryable_refusal_and_the_thread_recovers(tmp_path:
     answers rate_limited with retry (on its span too), nothing is written, and the next write works."""
     import sqlite3
 
-    from telemetry.guards import sqlite as guard_sqlite
+    from telemetry.guards import _sqlite as guard_sqlite
 
     path = tmp_path / "busy.db"
     state = StateStore(SQLiteStore(path))
@@ -252,7 +252,7 @@ def test_a_conditional_write_logs_exactly_when_it_writes(state: StateStore) -> N
     """Store.conditional_write, on both stores: the log row is there when the write changed the row
     and absent when the condition failed (a stale update, a create of an existing key), and the
     guards' hostile-looking values stay bound parameters."""
-    from telemetry.guards.state import put_alone
+    from telemetry.guards._state import put_alone
 
     hostile = "k'); DELETE FROM guard_changes; --%s?"
     first = put_alone(state.store, hostile, '"a"', ABSENT_VERSION, actor="x?%s")

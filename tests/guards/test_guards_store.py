@@ -17,8 +17,8 @@ import pytest
 from telemetry import ConfigurationError
 from telemetry import conventions as c
 from telemetry.guards import ABSENT_VERSION, SQLiteStore, StateStore, StoreBusy
-from telemetry.guards.sqlite import error_code, map_error
-from telemetry.guards.store import StoreUnavailable
+from telemetry.guards._sqlite import error_code, map_error
+from telemetry.guards._store import StoreUnavailable
 from telemetry.testing import Capture
 
 

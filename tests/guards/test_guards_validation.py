@@ -19,7 +19,7 @@ from telemetry.guards import (
     StateStore,
     open_store,
 )
-from telemetry.guards.validation import MAX_ID_LENGTH, MAX_SHOWN, MAX_TEXT_LENGTH, show
+from telemetry.guards._validation import MAX_ID_LENGTH, MAX_SHOWN, MAX_TEXT_LENGTH, show
 
 from .hostile import FUZZ, HUGE_TEXT, RaisingRepr, anything, nested
 

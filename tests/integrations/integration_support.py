@@ -12,7 +12,7 @@ from opentelemetry.sdk.trace import ReadableSpan
 from telemetry import conventions as c
 from telemetry.forensics import open_traces
 from telemetry.guards import SQLiteStore, StateStore
-from telemetry.runtime.otlp_json import encode_traces_data
+from telemetry.runtime._otlp_json import encode_traces_data
 from telemetry.testing import Capture
 
 KEY = "plan"

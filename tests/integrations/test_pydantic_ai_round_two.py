@@ -183,7 +183,7 @@ def test_uninstrument_restores_tools_exactly(tmp_path: Path, telemetry_capture: 
 def test_openinference_processor_counts_each_call_once_when_it_skips_ours(telemetry_capture: Capture, wrapped: bool) -> None:
     """OpenInference's real span processor turns every GenAI span into a TOOL span: skip_ours keeps it off ours."""
     processors = require("openinference.instrumentation.pydantic_ai", "pydantic-ai")
-    from telemetry.integrations.spans import skip_ours
+    from telemetry.integrations._spans import skip_ours
 
     from .pydantic_ai_parts import (
         Agent,

@@ -13,7 +13,7 @@ from opentelemetry.trace import SpanKind, StatusCode
 import telemetry.mcp as tmcp
 from telemetry import conventions as c
 from telemetry import current_call, instrument_tool
-from telemetry.guards.envelope import refusal, success
+from telemetry.guards._envelope import refusal, success
 
 from mcp_support import by_name, sdk_spans  # noqa: F401  (fixture)
 

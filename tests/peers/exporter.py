@@ -5,7 +5,7 @@ in the OTLP/JSON encoding: lowerCamelCase field names, trace and span ids as low
 protobuf JSON's base64), 64-bit integers as decimal strings, enums as integers, the status as
 ``{"code": 1|2}`` or omitted, default values left out.
 
-It is written here rather than imported from ``telemetry.runtime.otlp_json`` on purpose: the files
+It is written here rather than imported from ``telemetry.runtime._otlp_json`` on purpose: the files
 it writes are the input of the project's reader, so they should not share its encoder's mistakes,
 and the peers' stories should not need the package under test to import.
 """

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from telemetry.demo.runner import run_crew
+from telemetry.demo._runner import run_crew
 
 
 @pytest.fixture(scope="session")

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from telemetry import conventions as c
-from telemetry.forensics.watch.cli import duration, main
+from telemetry.forensics.watch._cli import duration, main
 
 
 def test_help_says_a_restart_without_state_recounts(capsys: pytest.CaptureFixture[str]) -> None:

@@ -10,8 +10,8 @@ from prometheus_client import CollectorRegistry
 
 from telemetry import conventions as c
 from telemetry.forensics import QUESTION_NAMES, open_traces, question
-from telemetry.forensics.watch import WATCHED, Watcher, WatchOptions, watched_questions
-from telemetry.forensics.watch.findings import counted
+from telemetry.forensics.watch import Watcher, WatchOptions, watched_questions
+from telemetry.forensics.watch._findings import WATCHED, counted
 
 
 def findings(registry: CollectorRegistry, name: str) -> float:
@@ -162,7 +162,7 @@ def test_the_alert_rules_give_each_watched_question_its_on_call_severity() -> No
 
     import yaml
 
-    from telemetry.runtime.resources import data_dir
+    from telemetry.runtime._resources import data_dir
 
     listed: dict[str, set[str]] = {}
     for path in sorted(data_dir("alerts").glob("*.rules.yml")):

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from telemetry.exceptions import ForensicsInputError
-from telemetry.forensics.watch import Follower
+from telemetry.forensics.watch._follow import Follower
 
 BUDGET = 1 << 20
 

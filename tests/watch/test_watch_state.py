@@ -11,8 +11,9 @@ from prometheus_client import CollectorRegistry
 
 from telemetry import conventions as c
 from telemetry.exceptions import WatchStateError
-from telemetry.forensics.watch import Watcher, WatchOptions, load_state
-from telemetry.forensics.watch.cli import main
+from telemetry.forensics.watch import Watcher, WatchOptions
+from telemetry.forensics.watch._cli import main
+from telemetry.forensics.watch._state import load_state
 
 
 def total(registry: CollectorRegistry) -> float:

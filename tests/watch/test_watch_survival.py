@@ -16,8 +16,9 @@ from prometheus_client import CollectorRegistry
 
 import telemetry
 from telemetry import conventions as c
-from telemetry.forensics.watch import Follower, Watcher, WatchOptions
-from telemetry.forensics.watch.state import STATE_FORMAT
+from telemetry.forensics.watch import Watcher, WatchOptions
+from telemetry.forensics.watch._follow import Follower
+from telemetry.forensics.watch._state import STATE_FORMAT
 
 HOUR_NS = 3600 * 10**9
 

@@ -9,10 +9,10 @@ there unchanged. ``select`` generates the query, ``client`` connects and names f
 
 from __future__ import annotations
 
+from ._client import PASSWORD_ENV, ClickHouseConnection, Target, connect, parse_url
+from ._select import ReadWindow, SpansSelect, attribute_keys, spans_select
+from ._source import DEFAULT_MAX_SPANS, DEFAULT_TABLE, ClickHouseRead, load_clickhouse
 from ._window import DEFAULT_LAST, iso, window
-from .client import PASSWORD_ENV, ClickHouseConnection, Target, connect, parse_url
-from .select import SpansSelect, Window, attribute_keys, spans_select
-from .source import DEFAULT_MAX_SPANS, DEFAULT_TABLE, ClickHouseRead, load_clickhouse
 
 __all__ = [
     "DEFAULT_LAST",
@@ -23,7 +23,7 @@ __all__ = [
     "ClickHouseRead",
     "SpansSelect",
     "Target",
-    "Window",
+    "ReadWindow",
     "attribute_keys",
     "connect",
     "iso",

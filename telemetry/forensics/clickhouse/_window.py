@@ -7,7 +7,7 @@ import re
 import time
 
 from ...exceptions import ClickHouseInputError
-from .select import Window
+from ._select import ReadWindow
 
 __all__ = [
     "DEFAULT_LAST",
@@ -46,18 +46,18 @@ def parse_time(text: str, flag: str) -> int:
 
 
 def window(since: str | None = None, until: str | None = None, last: str | None = None,
-           service: str | None = None, now_ns: int | None = None) -> Window:
+           service: str | None = None, now_ns: int | None = None) -> ReadWindow:
     """The window the options describe; ``--last 6h`` when none is given."""
     if last is not None and (since is not None or until is not None):
         raise ClickHouseInputError("give either --last or --since/--until, not both")
     now = time.time_ns() if now_ns is None else now_ns
     if since is None and until is None:
-        return Window(now - int(parse_duration(last or DEFAULT_LAST) * 1e9), now + 1, service)
+        return ReadWindow(now - int(parse_duration(last or DEFAULT_LAST) * 1e9), now + 1, service)
     if since is None:
         raise ClickHouseInputError("--until needs --since (or use --last)")
     start = parse_time(since, "--since")
     end = parse_time(until, "--until") if until is not None else now + 1
-    return Window(start, end, service)
+    return ReadWindow(start, end, service)
 
 
 def iso(ns: int) -> str:

@@ -16,7 +16,7 @@ from ._markup import TraceLinks, validate_trace_url
 from ._page import render_html
 
 if TYPE_CHECKING:
-    from ..api import Forensics
+    from .._api import Forensics
 
 __all__ = ["TraceLinks", "render_html", "validate_trace_url", "write_html"]
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import duckdb
 
-from ..evidence import rows
+from .._evidence import rows
 
 MAX_CHAINS = 20
 MAX_KEYS = 20

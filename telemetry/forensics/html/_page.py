@@ -8,13 +8,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from ..questions import SEVERITIES
+from .._questions import SEVERITIES
 from . import _data
 from ._diagrams import bars_svg, chain_svg, loss_sentence, timeline_svg
 from ._markup import TraceLinks, esc, evidence, table, text_of
 
 if TYPE_CHECKING:
-    from ..api import Forensics
+    from .._api import Forensics
 
 MAX_ROWS = 200
 """Rows shown per question; the page says how many more there are and the command for all."""

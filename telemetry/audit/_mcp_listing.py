@@ -1,0 +1,198 @@
+"""MCP targets: a server's ``tools/list`` through the real ``mcp`` client, as plain dictionaries.
+
+``--mcp-stdio "COMMAND"`` is split with :func:`shlex.split` and started without a shell (the SDK
+spawns the executable with its arguments); ``--mcp-url URL`` speaks Streamable HTTP; a server
+object in this process is listed in-process. Every page of the listing is read (up to
+:data:`MAX_PAGES`). What the server sends is data: names, descriptions and schemas are only ever
+compared and printed, never evaluated.
+
+Besides MCP's annotations (``readOnlyHint``, ``destructiveHint``, ``idempotentHint``) a tool's
+``_meta`` may declare what the listing cannot otherwise show, under this toolkit's prefix
+(:data:`META_PREFIX`): ``kind``, ``scopes`` (the scopes a credential needs to see it),
+``readback`` (true when the server verifies its writes) and ``instrumented``.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import shlex
+import signal
+import threading
+from typing import Any, Final
+
+from .. import conventions as c
+from .._extras import require
+from ..exceptions import AuditTargetError
+from . import _infer as infer
+from ._model import ToolModel
+
+__all__ = [
+    "DEFAULT_TIMEOUT_SECONDS",
+    "MAX_PAGES",
+    "META_INSTRUMENTED",
+    "META_KIND",
+    "META_PREFIX",
+    "META_READBACK",
+    "META_SCOPES",
+    "from_listing",
+    "list_in_process",
+    "list_stdio",
+    "list_url",
+]
+
+MAX_PAGES: Final = 100
+DEFAULT_TIMEOUT_SECONDS: Final = 30.0
+META_PREFIX: Final = "outcome-telemetry/"
+META_KIND: Final = META_PREFIX + "kind"
+META_SCOPES: Final = META_PREFIX + "scopes"
+META_READBACK: Final = META_PREFIX + "readback"
+META_INSTRUMENTED: Final = META_PREFIX + "instrumented"
+
+
+def _sdk() -> Any:
+    return require("mcp", extra="mcp", needed_for="auditing MCP targets", error=AuditTargetError)
+
+
+async def _pages(client: Any) -> list[dict[str, Any]]:
+    tools: list[dict[str, Any]] = []
+    cursor: str | None = None
+    for _ in range(MAX_PAGES):
+        result = await client.list_tools(cursor=cursor)
+        tools.extend(t.model_dump(by_alias=True, mode="json", exclude_none=True) for t in result.tools)
+        cursor = result.next_cursor
+        if not cursor:
+            break
+    return tools
+
+
+def _list(server: Any, label: str, timeout: float, *, child: bool = False) -> list[dict[str, Any]]:
+    """The listing of ``server`` within ``timeout``; ``child``: the SDK starts it as a process."""
+    if not 0 < timeout < math.inf:  # nan included: a server that never answers would be waited on forever
+        raise AuditTargetError(f"{label}: --timeout must be a finite number of seconds above 0, got {timeout}")
+    mcp = _sdk()
+    # anyio comes with the SDK; imported here, not at the top, so the audit's other targets (and
+    # its --help) need neither
+    anyio = require("anyio", extra="mcp", needed_for="auditing MCP targets", error=AuditTargetError)
+    ended_by: list[int] = []
+
+    async def listing() -> list[dict[str, Any]]:
+        with anyio.fail_after(timeout):
+            async with mcp.Client(server, read_timeout_seconds=timeout) as client:
+                return await _pages(client)
+
+    async def run() -> list[dict[str, Any]]:
+        if not child or threading.current_thread() is not threading.main_thread():
+            return await listing()
+        # The SDK starts the server in a session of its own (so a terminal's Ctrl-C reaches only
+        # us, and we stop it); SIGTERM or SIGHUP would end this process at once and leave it
+        # running. Caught here instead, they cancel the listing, whose exit stops the server.
+        found: list[dict[str, Any]] = []
+        async with anyio.create_task_group() as group:
+            async def stop_on_signal() -> None:
+                with anyio.open_signal_receiver(*_ENDING_SIGNALS) as received:
+                    async for signum in received:
+                        ended_by.append(signum)
+                        group.cancel_scope.cancel()
+                        return
+
+            group.start_soon(stop_on_signal)
+            found = await listing()
+            group.cancel_scope.cancel()
+        return found
+
+    try:
+        listed: list[dict[str, Any]] = anyio.run(run)
+    except TimeoutError as exc:
+        raise AuditTargetError(f"{label}: no tools/list answer within {timeout:g} s; check that it is an MCP server") from exc
+    except AuditTargetError:
+        raise
+    except Exception as exc:  # the SDK raises many kinds (spawn, protocol, HTTP, exception groups)
+        raise AuditTargetError(f"{label}: cannot list its tools: {_reason(exc)}") from exc
+    finally:
+        if ended_by:  # the server is stopped: end as the signal would have ended us
+            signal.signal(ended_by[0], signal.SIG_DFL)
+            os.kill(os.getpid(), ended_by[0])
+    return listed
+
+
+_ENDING_SIGNALS = (signal.SIGTERM, signal.SIGHUP) if hasattr(signal, "SIGHUP") else (signal.SIGTERM,)
+
+
+def _reason(exc: BaseException) -> str:
+    inner = getattr(exc, "exceptions", None)
+    if inner:
+        return _reason(inner[0])
+    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+
+
+def list_stdio(command: str, *, timeout: float = DEFAULT_TIMEOUT_SECONDS) -> list[dict[str, Any]]:
+    """The tools of the server ``command`` starts (split with shlex, run without a shell)."""
+    mcp = _sdk()
+    try:
+        argv = shlex.split(command)
+    except ValueError as exc:
+        raise AuditTargetError(f"--mcp-stdio {command!r}: cannot split it into a command line: {exc}") from exc
+    if not argv:
+        raise AuditTargetError("--mcp-stdio needs a command, e.g. --mcp-stdio 'python server.py'")
+    params = mcp.StdioServerParameters(command=argv[0], args=argv[1:])
+    return _list(params, f"--mcp-stdio {command!r}", timeout, child=True)
+
+
+def list_url(url: str, *, timeout: float = DEFAULT_TIMEOUT_SECONDS) -> list[dict[str, Any]]:
+    """The tools of the Streamable HTTP server at ``url``."""
+    if not url.startswith(("http://", "https://")):
+        raise AuditTargetError(f"--mcp-url {url!r} is not an http(s) URL, e.g. http://127.0.0.1:8000/mcp")
+    return _list(url, f"--mcp-url {url!r}", timeout)
+
+
+def list_in_process(server: Any, label: str, *, timeout: float = DEFAULT_TIMEOUT_SECONDS) -> list[dict[str, Any]]:
+    """The tools of an ``MCPServer`` or low-level ``Server`` object, as a client would list them."""
+    return _list(server, label, timeout)
+
+
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def _bool(value: Any) -> bool | None:
+    return value if isinstance(value, bool) else None
+
+
+def from_listing(tool: dict[str, Any], target: str) -> ToolModel:
+    """A :class:`ToolModel` from one listed tool (a ``tools/list`` entry as JSON)."""
+    name = _text(tool.get("name")) or "(unnamed)"
+    schema = tool.get("inputSchema")
+    schema = schema if isinstance(schema, dict) else {}
+    annotations = tool.get("annotations")
+    annotations = annotations if isinstance(annotations, dict) else {}
+    meta = tool.get("_meta")
+    meta = meta if isinstance(meta, dict) else {}
+    model = ToolModel(
+        name=name,
+        target=target,
+        description=_text(tool.get("description")),
+        input_schema=schema,
+        read_only=_bool(annotations.get(c.MCP_HINTS["read_only"][1])),
+        destructive=_bool(annotations.get(c.MCP_HINTS["destructive"][1])),
+        idempotent=_bool(annotations.get(c.MCP_HINTS["idempotent"][1])),
+        readback=_bool(meta.get(META_READBACK)),
+        instrumented=_bool(meta.get(META_INSTRUMENTED)),
+    )
+    if model.readback is not None:
+        model.readback_evidence = f"_meta {META_READBACK} = {str(model.readback).lower()}"
+    scopes = meta.get(META_SCOPES)
+    if isinstance(scopes, list) and all(isinstance(s, str) for s in scopes):
+        model.scopes = tuple(scopes)
+    kind = meta.get(META_KIND)
+    if isinstance(kind, str) and kind in c.KINDS:
+        model.declared_kind, model.kind_source = kind, f"_meta {META_KIND}"
+    elif model.read_only is True:
+        model.declared_kind, model.kind_source = c.KIND_READ, "MCP annotations (readOnlyHint: true)"
+    elif model.read_only is False:
+        inferred, _why = infer.infer_kind(name, infer.parameters(schema))
+        model.declared_kind = inferred if inferred != c.KIND_READ else c.KIND_WRITE
+        model.kind_source = "MCP annotations (readOnlyHint: false)" + (
+            f", {model.declared_kind} inferred from the name" if model.declared_kind != c.KIND_WRITE else ""
+        )
+    return model

@@ -1,0 +1,246 @@
+"""Connect to ClickHouse through ``clickhouse-connect`` and turn every failure into a named error.
+
+The URL says where and as whom: ``http://USER@HOST:8123/DATABASE`` (``https://`` for TLS; its
+query string carries ``verify=0``, ``ca_cert=PATH``, ``connect_timeout=S``, ``query_timeout=S``
+and any ClickHouse setting, e.g. ``?max_execution_time=120``), or ``chdb:///PATH`` for a chDB
+data directory in process (``outcome-telemetry[chdb]``). The password never travels in the URL or
+on a command line: it is read from an environment variable (``CLICKHOUSE_PASSWORD`` unless told
+otherwise), and it is removed from every message this module raises.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import parse_qsl, unquote, urlsplit
+
+from ..._extras import require
+from ...exceptions import (
+    ClickHouseAuthError,
+    ClickHouseInputError,
+    ClickHouseTableMissing,
+    ClickHouseUnreachable,
+)
+from ._select import IDENTIFIER, SpansSelect, columns_select
+
+__all__ = [
+    "CONNECT_TIMEOUT_S",
+    "DEFAULT_DATABASE",
+    "PASSWORD_ENV",
+    "QUERY_TIMEOUT_S",
+    "ClickHouseConnection",
+    "Target",
+    "connect",
+    "error_for",
+    "parse_url",
+]
+
+PASSWORD_ENV = "CLICKHOUSE_PASSWORD"
+"""The environment variable the password is read from by default."""
+DEFAULT_DATABASE = "otel"
+"""The clickhouseexporter's default database."""
+CONNECT_TIMEOUT_S = 10.0
+QUERY_TIMEOUT_S = 300.0
+_CONNECTION_OPTIONS = frozenset({"verify", "ca_cert", "connect_timeout", "query_timeout"})
+_AUTH_CODES = frozenset({192, 193, 194, 497, 516})
+"""UNKNOWN_USER, WRONG_PASSWORD, REQUIRED_PASSWORD, ACCESS_DENIED, AUTHENTICATION_FAILED."""
+_MISSING_CODES = frozenset({60, 81})
+"""UNKNOWN_TABLE, UNKNOWN_DATABASE."""
+_TIMEOUT_CODES = frozenset({159, 209, 210})
+"""TIMEOUT_EXCEEDED, SOCKET_TIMEOUT, NETWORK_ERROR."""
+_CODE = re.compile(r"Code: (\d+)")
+_HTTP_DENIED = re.compile(r"\b(401|403)\b")
+
+
+@dataclass(frozen=True)
+class Target:
+    """A parsed ClickHouse URL (the password is not part of it)."""
+
+    scheme: str
+    host: str
+    port: int | None
+    user: str | None
+    database: str
+    path: str = ""
+    options: dict[str, str] = field(default_factory=dict)
+    settings: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def label(self) -> str:
+        """The URL as it may be shown: no password, no settings."""
+        if self.scheme == "chdb":
+            return f"chdb://{self.path}"
+        user = f"{self.user}@" if self.user else ""
+        port = f":{self.port}" if self.port else ""
+        return f"{self.scheme}://{user}{self.host}{port}/{self.database}"
+
+
+def parse_url(url: str) -> Target:
+    """Parse ``url``; refuse a password in it, an unknown scheme or a setting that is no identifier."""
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError as exc:
+        raise ClickHouseInputError(f"the ClickHouse URL is not a URL ({exc}); e.g. http://reader@host:8123/otel") from exc
+    scheme = parts.scheme.lower()
+    if scheme not in ("http", "https", "chdb"):
+        raise ClickHouseInputError(
+            f"the ClickHouse URL must start with http://, https:// or chdb:// (not {scheme or 'nothing'}://); "
+            "e.g. https://reader@clickhouse.example:8443/otel")
+    if parts.password is not None:
+        raise ClickHouseInputError(
+            f"the ClickHouse URL holds a password; remove it and put it in ${PASSWORD_ENV} (or the variable "
+            "--password-env names), so it stays out of shell history and process lists")
+    options: dict[str, str] = {}
+    settings: dict[str, str] = {}
+    for key, value in parse_qsl(parts.query, keep_blank_values=True):
+        if key in _CONNECTION_OPTIONS:
+            options[key] = value
+        elif IDENTIFIER.fullmatch(key):
+            settings[key] = value
+        else:
+            raise ClickHouseInputError(f"the ClickHouse URL has a setting {key!r} that is not a setting name")
+    if scheme == "chdb":
+        return Target("chdb", "", None, None, DEFAULT_DATABASE, path=unquote(parts.path) or ":memory:",
+                      options=options, settings=settings)
+    if not parts.hostname:
+        raise ClickHouseInputError("the ClickHouse URL names no host; e.g. http://reader@localhost:8123/otel")
+    database = unquote(parts.path.strip("/")) or DEFAULT_DATABASE
+    return Target(scheme, parts.hostname, port, unquote(parts.username) if parts.username else None,
+                  database, options=options, settings=settings)
+
+
+def _seconds(options: Mapping[str, str], name: str, default: float) -> float:
+    raw = options.get(name)
+    if raw is None:
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        value = -1.0
+    if not value > 0:
+        raise ClickHouseInputError(f"the ClickHouse URL's {name}={raw!r} is not a positive number of seconds")
+    return value
+
+
+def _redact(text: str, secret: str | None) -> str:
+    return text.replace(secret, "***") if secret else text
+
+
+def error_for(exc: BaseException, target: Target, password: str | None, doing: str) -> ClickHouseInputError:
+    """The named error for a clickhouse-connect failure while ``doing`` something."""
+    message = _redact(str(exc), password).strip()
+    first = message.splitlines()[0] if message else type(exc).__name__
+    match = _CODE.search(message)
+    code = int(match.group(1)) if match else None
+    where = target.label
+    if code in _AUTH_CODES or (code is None and _HTTP_DENIED.search(message)):
+        return ClickHouseAuthError(
+            f"{where} refused the credentials while {doing} ({first}); check the user in the URL and the "
+            f"password in ${PASSWORD_ENV} (or the variable --password-env names)")
+    if code in _MISSING_CODES:
+        return ClickHouseTableMissing(f"{where}: {first}; check --table and the database in the URL")
+    if code in _TIMEOUT_CODES or (code is None and _is_connection_error(exc)):
+        return ClickHouseUnreachable(
+            f"no answer from {where} while {doing} ({first}); check the host, port and scheme (https for "
+            "TLS), that the server is up, or raise connect_timeout/query_timeout in the URL")
+    return ClickHouseInputError(f"{where} refused the query while {doing}: {first}")
+
+
+def _is_connection_error(exc: BaseException) -> bool:
+    try:
+        from clickhouse_connect.driver.exceptions import OperationalError
+    except ImportError:  # pragma: no cover - the caller imported it already
+        return False
+    return isinstance(exc, (OperationalError, OSError))
+
+
+class ClickHouseConnection:
+    """One clickhouse-connect client, with the target it reaches (for messages) and its password."""
+
+    def __init__(self, client: Any, target: Target, password: str | None):
+        self.client = client
+        self.target = target
+        self._password = password
+
+    @property
+    def label(self) -> str:
+        return self.target.label
+
+    def error(self, exc: BaseException, doing: str) -> ClickHouseInputError:
+        return error_for(exc, self.target, self._password, doing)
+
+    def columns(self, database: str, table: str) -> dict[str, str]:
+        """``database.table``'s columns and their types (empty when there is no such table)."""
+        select = columns_select(database, table)
+        try:
+            result = self.client.query(select.sql, parameters=select.parameters)
+        except Exception as exc:
+            raise self.error(exc, f"reading the columns of {database}.{table}") from None
+        return {str(name): str(type_name) for name, type_name in result.result_rows}
+
+    @contextmanager
+    def stream(self, select: SpansSelect, doing: str) -> Iterator[Iterator[Any]]:
+        """The rows of ``select`` as Arrow record batches, streamed (closed when the block ends)."""
+        try:
+            context = self.client.query_arrow_stream(select.sql, parameters=select.parameters, use_strings=True)
+            context.__enter__()
+        except Exception as exc:
+            raise self.error(exc, doing) from None
+        try:
+            yield _batches(context, self, doing)
+        finally:
+            context.__exit__(None, None, None)
+
+    def close(self) -> None:
+        try:
+            self.client.close()
+        except Exception:  # closing a dead connection is not worth an error
+            pass
+
+
+def _batches(context: Any, connection: ClickHouseConnection, doing: str) -> Iterator[Any]:
+    """Each Arrow batch of the stream; a failure mid-stream becomes a named error."""
+    while True:
+        try:
+            batch = next(context)
+        except StopIteration:
+            return
+        except Exception as exc:
+            raise connection.error(exc, doing) from None
+        # clickhouse-connect yields record batches; older versions yielded one table per block
+        yield from (batch.to_batches() if hasattr(batch, "to_batches") else [batch])
+
+
+def connect(url: str, *, password_env: str = PASSWORD_ENV, environ: Mapping[str, str] | None = None) -> ClickHouseConnection:
+    """Open a client for ``url``, with the password from ``password_env``, and check it answers."""
+    target = parse_url(url)
+    clickhouse_connect = require("clickhouse_connect", extra="clickhouse", needed_for="reading from ClickHouse",
+                                 error=ClickHouseInputError)
+    env = os.environ if environ is None else environ
+    password = env.get(password_env) or None
+    connect_timeout = _seconds(target.options, "connect_timeout", CONNECT_TIMEOUT_S)
+    query_timeout = _seconds(target.options, "query_timeout", QUERY_TIMEOUT_S)
+    if target.scheme == "chdb":
+        require("chdb", extra="chdb", needed_for="a chdb:// URL (chDB in process)", error=ClickHouseInputError)
+        kwargs: dict[str, Any] = {"dsn": f"chdb://{target.path}"}
+    else:
+        verify = target.options.get("verify", "1").lower() not in ("0", "false", "no")
+        kwargs = {"host": target.host, "port": target.port or (8443 if target.scheme == "https" else 8123),
+                  "username": target.user or "default", "password": password or "",
+                  "database": target.database, "secure": target.scheme == "https", "verify": verify,
+                  "connect_timeout": connect_timeout, "send_receive_timeout": query_timeout,
+                  "autogenerate_session_id": False}
+        if "ca_cert" in target.options:
+            kwargs["ca_cert"] = target.options["ca_cert"]
+    if target.settings:
+        kwargs["settings"] = dict(target.settings)
+    try:
+        client = clickhouse_connect.get_client(**kwargs)
+    except Exception as exc:
+        raise error_for(exc, target, password, "connecting") from None
+    return ClickHouseConnection(client, target, password)

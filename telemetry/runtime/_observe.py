@@ -1,0 +1,399 @@
+"""``observe_tool_spans()``: the tool spans other instrumentations end, counted as our calls.
+
+An agent traced by OpenInference, OpenLLMetry (traceloop), pydantic-ai, Langfuse, MLflow or the
+OpenTelemetry GenAI instrumentations already ends one span per tool call. The processor this
+module builds turns each of those spans, as it ends on the application's own provider, into the
+counters the shipped alerts and dashboard read, without re-decorating a single tool::
+
+    provider.add_span_processor(telemetry.observe_tool_spans(registry=registry))
+
+What a span becomes:
+
+- ``tool_calls_total{tool, transport, readback="unknown", outcome}``: transport ``error`` when
+  the span's status is ERROR, it carries ``error.type`` or an ``exception`` event, Strands'
+  ``gen_ai.tool.status`` says error, or the recorded result is a non-2xx; the outcome is what the
+  recorded result says about itself, judged by the same rules a live result meets
+  (:func:`telemetry.envelopes.read_recorded`: the built-in envelopes and the shapes the team
+  registered), else ``error`` when the transport failed, else ``ok``. Read-back is always
+  ``unknown``: nothing read the state back, so a peer's call is never a silent failure and never
+  spends the intent SLO's budget.
+- ``tool_masked_failures_total{tool, outcome}``: the result reported a failure while the span's
+  status is OK or unset, so every tracer's error view shows the call green (``ToolMaskedFailures``).
+- ``tool_guard_refusals_total`` and ``tool_stale_sends_total`` for refusal codes, as for our own
+  calls, and ``tool_call_duration_seconds`` from the span's start and end.
+
+**A span with no recorded result** (the format's content capture is off, or the result was
+larger than :data:`~telemetry.conventions.MAX_RECORDED_RESULT_CHARS`) cannot be judged. It is
+counted by its transport alone: outcome ``ok`` when the transport is ok. That is what keeps the
+alerts honest: a label value of its own would fall outside the reported-failure rules' "not bad"
+set, and every call of an agent with content capture off would then page
+``ToolReportedFailuresHigh`` as a failure it never had. Counted ``ok`` it dilutes no ratio of an
+agent whose results are recorded, and the first such span of each format is logged (logger
+``telemetry``) with the setting that turns content capture on.
+
+**Bounded labels.** Tool names come from spans, so they are bounded the way the decorator's
+are fixed at decoration: ``tools=`` names the allowed ones, or else the first ``max_tools``
+distinct names are kept (:data:`DEFAULT_MAX_TOOLS`); any other name, and a name that is not
+1 to 128 printable characters, is counted as ``tool="other"`` (:data:`~telemetry.conventions.TOOL_OTHER`,
+logged once). An outcome outside the vocabulary and ``outcomes=`` is ``other`` on the labels,
+as for our own spans.
+
+**Never raises into the application.** Every failure (an unreadable span, a registered shape
+that raises, a counter) is contained by :mod:`._containment`: logged once per place and counted
+in ``outcome_telemetry_internal_errors_total``; the span and the tool's result are untouched (a
+processor only reads a span that has already ended).
+
+**Not twice.** Spans our decorator wrote carry ``tool.transport`` and were counted when they
+ended; they are skipped. A framework's tool span around a call our decorator also recorded
+(pydantic-ai's ``execute_tool`` span around an instrumented tool) is skipped too: our span ends
+first, inside it, and the processor remembers its parent.
+
+Where the counts go: ``registry=`` makes the processor's own metrics in that registry (for an
+application that does not call ``telemetry.configure()``); without it, each span is counted in
+the runtime active when it ends (``configure()``'s or ``telemetry.testing.capture()``'s), and
+nothing is counted while none is. Add the processor to the provider the runtime records on
+(``Runtime.provider``, or the application's provider given to ``configure``), so that it sees our
+spans too.
+
+Cost: a span that is not a peer's tool span is turned away by five dict lookups on the SDK's
+attribute dict; benchmarks/bench_observe.py measures both paths.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import threading
+from collections import OrderedDict
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor
+from opentelemetry.trace import StatusCode
+from prometheus_client import CollectorRegistry
+
+from .. import conventions as c
+from .._span_formats import FORMATS, format_named, span_format_of, tool_call_of
+from ..envelopes import RECORDED_ABSENT, RECORDED_TOO_LARGE, Recorded, read_recorded
+from ..exceptions import ConfigurationError
+from . import _active as _state
+from . import _containment as _safe
+from ._metrics import ToolMetrics
+
+__all__ = ["DEFAULT_MAX_TOOLS", "MAX_TOOL_LABEL_LENGTH", "ToolSpanObserver", "observe_tool_spans"]
+
+logger = logging.getLogger("telemetry")
+
+DEFAULT_MAX_TOOLS = 100
+"""Distinct tool names kept as labels when no ``tools=`` list is given; later names are ``other``."""
+MAX_TOOL_LABEL_LENGTH = 128
+"""The longest tool name kept as a label (the decorator's limit on a tool's name)."""
+_REMEMBERED_PARENTS = 4096
+"""How many parents of our own tool spans are remembered, so a framework span around one is skipped."""
+
+_OUTCOME_CODE = re.compile(r"[a-z][a-z0-9_]{0,63}")
+_ERROR = StatusCode.ERROR
+_EXCEPTION_EVENT = "exception"
+_EMPTY: Mapping[str, Any] = {}
+_UNREADABLE = "unreadable"
+"""How a result whose judging raised was read (reported and counted; no verdict)."""
+# The one attribute that marks a tool span in each format, and its value. A format whose values
+# arrive JSON-encoded (MLflow's '"TOOL"') is let through by its opening quote, so the exact test
+# stays span_format_of's: this pre-filter only turns away what it could never accept.
+_MARKERS = tuple((fmt.marker, fmt.marker_value) for fmt in FORMATS)
+
+
+def _maybe_tool_span_any(attributes: Mapping[str, Any]) -> bool:
+    """False when no format's marker could make these attributes a tool span (the cheap reject)."""
+    get = attributes.get
+    for marker, value in _MARKERS:
+        found = get(marker)
+        if found is not None and (found == value or (type(found) is str and found[:1] == '"')):
+            return True
+    return False
+
+
+def _maybe_tool_span_five(attributes: Mapping[str, Any]) -> bool:
+    """:func:`_maybe_tool_span_any` unrolled for the five formats of today (no loop to run)."""
+    get = attributes.get
+    found = get(_M0)
+    if found is not None and (found == _V0 or (type(found) is str and found[:1] == '"')):
+        return True
+    found = get(_M1)
+    if found is not None and (found == _V1 or (type(found) is str and found[:1] == '"')):
+        return True
+    found = get(_M2)
+    if found is not None and (found == _V2 or (type(found) is str and found[:1] == '"')):
+        return True
+    found = get(_M3)
+    if found is not None and (found == _V3 or (type(found) is str and found[:1] == '"')):
+        return True
+    found = get(_M4)
+    return found is not None and (found == _V4 or (type(found) is str and found[:1] == '"'))
+
+
+if len(_MARKERS) == 5:
+    (_M0, _V0), (_M1, _V1), (_M2, _V2), (_M3, _V3), (_M4, _V4) = _MARKERS
+    _maybe_tool_span = _maybe_tool_span_five
+else:  # a format was added to telemetry._span_formats: the loop serves until this is unrolled again
+    _maybe_tool_span = _maybe_tool_span_any
+
+
+def _raised(span: ReadableSpan) -> bool:
+    """Whether the span carries an ``exception`` event (the SDK's own list, not a copy, when it can)."""
+    try:
+        events = span._events  # type: ignore[attr-defined]
+    except AttributeError:
+        events = span.events
+    return bool(events) and any(event.name == _EXCEPTION_EVENT for event in events)
+
+
+def _labelable(name: Any) -> bool:
+    return isinstance(name, str) and 0 < len(name) <= MAX_TOOL_LABEL_LENGTH and name.isprintable()
+
+
+class ToolSpanObserver(SpanProcessor):
+    """The span processor :func:`observe_tool_spans` returns; see the module docstring.
+
+    ``metrics`` is its own :class:`~telemetry.runtime._metrics.ToolMetrics` when it was given a
+    registry, else None (it counts in the active runtime's). :meth:`unregister` frees that
+    registry for other metrics; :meth:`shutdown` (the provider calls it) stops counting and
+    leaves the final counts readable.
+    """
+
+    def __init__(
+        self,
+        *,
+        metrics: ToolMetrics | None,
+        tools: frozenset[str] | None,
+        max_tools: int,
+        outcomes: frozenset[str],
+    ) -> None:
+        self.metrics = metrics
+        self._allowed = tools
+        self._max_tools = len(tools) if tools is not None else max_tools
+        self._names: dict[Any, str] = {name: name for name in tools} if tools is not None else {}
+        self._label_outcomes = c.OUTCOMES | outcomes
+        self._lock = threading.Lock()
+        self._ours: OrderedDict[int, bool] = OrderedDict()
+        self._logged: set[str] = set()
+        self._closed = False
+
+    # --- the SpanProcessor interface ---------------------------------------------------------
+
+    def on_end(self, span: ReadableSpan) -> None:
+        """Count ``span`` when a peer format marks it a tool span; never raises an Exception."""
+        try:
+            try:
+                # The SDK's plain dict behind the read-only view ``span.attributes`` builds: a
+                # missing key costs a dict lookup, not a KeyError raised and caught inside
+                # Mapping.get. Any other span object takes the public path.
+                attributes = span._attributes._dict  # type: ignore[union-attr]
+            except AttributeError:
+                attributes = span.attributes or _EMPTY
+            if not _maybe_tool_span(attributes) or self._closed:
+                return
+            self._observe(span, attributes)
+        except Exception as exc:
+            _safe.report(c.STAGE_SPAN, "observe_tool_spans reading an ended span", exc, self.metrics)
+
+    def shutdown(self) -> None:
+        """Stop counting (spans ending later are ignored); the counts stay in the registry."""
+        self._closed = True
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        """Nothing is buffered: every span is counted as it ends."""
+        return True
+
+    def unregister(self) -> None:
+        """Remove this processor's own metrics from its registry (nothing when it has none)."""
+        self._closed = True
+        if self.metrics is not None:
+            self.metrics.unregister()
+
+    # --- one tool span -----------------------------------------------------------------------
+
+    def _observe(self, span: ReadableSpan, attributes: Mapping[str, Any]) -> None:
+        if c.TOOL_TRANSPORT in attributes:  # ours, counted when it ended: remember its parent
+            parent = span.parent
+            if parent is not None:
+                self._remember(parent.span_id)
+            return
+        fmt = span_format_of(attributes)
+        if fmt is None:
+            return
+        ours = self._ours
+        if ours and ours.pop(span.context.span_id, False):  # around a call our decorator counted
+            return
+        metrics = self.metrics
+        if metrics is None:
+            runtime = _state.active
+            if runtime is None:
+                return
+            metrics = runtime.metrics
+        call = tool_call_of(span.name, attributes, fmt)
+        if call is None:  # pragma: no cover - a format was found, so there is a call
+            return
+        status = span.status
+        status_error = status is not None and status.status_code is _ERROR
+        transport_error = (
+            status_error
+            or call.status_error
+            or c.ERROR_TYPE in attributes
+            or _raised(span)
+        )
+        try:
+            recorded = read_recorded(call.result, self._shape_failed)
+        except Exception as exc:
+            _safe.report(c.STAGE_CLASSIFIER, "observe_tool_spans judging a recorded result", exc, metrics)
+            recorded = Recorded(_UNREADABLE, None)
+        verdict = recorded.verdict
+        if verdict is not None and verdict.outcome != c.OUTCOME_OK:
+            outcome = verdict.outcome
+            transport = c.TRANSPORT_ERROR if transport_error else verdict.transport
+            masked = not status_error and outcome != c.OUTCOME_FORCED  # as queries/masked_failures.sql
+        else:
+            if verdict is None:
+                self._unjudged(fmt.name, recorded.status)
+            outcome = c.OUTCOME_ERROR if transport_error else c.OUTCOME_OK
+            transport = c.TRANSPORT_ERROR if transport_error else c.TRANSPORT_OK
+            masked = False
+        try:
+            self._count(metrics, span, self._tool_label(call.tool_name), transport, outcome, masked)
+        except Exception as exc:
+            _safe.report(c.STAGE_METRICS, "observe_tool_spans counting a tool span", exc, metrics)
+
+    def _count(self, metrics: ToolMetrics, span: ReadableSpan, tool: str, transport: str, outcome: str, masked: bool) -> None:
+        if tool not in metrics.known_tools:
+            metrics.ensure_tool(tool)
+        exemplar = None
+        context = span.context
+        # Exemplars on the calls a panel's spike is about: the failed ones (prometheus-client
+        # checks every exemplar it is given, a cost each good call is spared).
+        if (outcome != c.OUTCOME_OK or transport != c.TRANSPORT_OK) and context is not None and context.trace_flags.sampled:
+            exemplar = {c.EXEMPLAR_TRACE_ID: format(context.trace_id, "032x")}
+        label = outcome if outcome in self._label_outcomes else c.OUTCOME_OTHER
+        child = metrics.child
+        child(metrics.calls, tool, transport, c.READBACK_UNKNOWN, label).inc(1, exemplar)
+        start, end = span.start_time, span.end_time
+        if start is not None and end is not None and end >= start:
+            child(metrics.duration, tool).observe((end - start) / 1e9)
+        if masked:
+            child(metrics.masked, tool, label).inc(1, exemplar)
+        if outcome in c.REFUSAL_OUTCOMES:
+            child(metrics.rejected, tool, outcome).inc()
+            if outcome == c.OUTCOME_STALE_POLICY:
+                child(metrics.stale_sends, tool).inc()
+
+    # --- bounds, memory, logging -------------------------------------------------------------
+
+    def _tool_label(self, name: str | None) -> str:
+        known = self._names.get(name)
+        if known is not None:
+            return known
+        if self._allowed is None and _labelable(name):
+            with self._lock:
+                if len(self._names) < self._max_tools:
+                    self._names[name] = name  # type: ignore[assignment]  # a str: _labelable said so
+                    return name  # type: ignore[return-value]
+        self._log_once(
+            "tool",
+            "observe_tool_spans: a tool span named %r is counted as tool=%r (not 1 to %d printable "
+            "characters, outside tools=, or beyond the first %d names): pass tools=[...] to choose "
+            "the names kept; later ones are not logged",
+            name if not isinstance(name, str) else name[:MAX_TOOL_LABEL_LENGTH],
+            c.TOOL_OTHER,
+            MAX_TOOL_LABEL_LENGTH,
+            self._max_tools,
+        )
+        return c.TOOL_OTHER
+
+    def _remember(self, span_id: int) -> None:
+        ours = self._ours
+        ours[span_id] = True
+        if len(ours) > _REMEMBERED_PARENTS:
+            ours.popitem(last=False)
+
+    def _shape_failed(self, exc: BaseException) -> None:
+        _safe.report(c.STAGE_CLASSIFIER, "a registered result shape, judging a peer tool span", exc, self.metrics)
+
+    def _unjudged(self, format_name: str, status: str) -> None:
+        if status == RECORDED_ABSENT:
+            setting = format_named(format_name).content_setting
+            self._log_once(
+                "absent:" + format_name,
+                "observe_tool_spans: %s tool spans carry no recorded result, so their outcome cannot be "
+                "judged: they are counted by transport alone (outcome ok when the transport is); %s",
+                format_name,
+                setting,
+            )
+        elif status == RECORDED_TOO_LARGE:
+            self._log_once(
+                "too_large:" + format_name,
+                "observe_tool_spans: a %s tool span's recorded result is longer than %d characters and was "
+                "not judged (counted by transport alone); later ones are not logged",
+                format_name,
+                c.MAX_RECORDED_RESULT_CHARS,
+            )
+
+    def _log_once(self, key: str, message: str, *args: Any) -> None:
+        if key in self._logged:
+            return
+        with self._lock:
+            if key in self._logged:
+                return
+            self._logged.add(key)
+        logger.warning(message, *args)
+
+
+def observe_tool_spans(
+    *,
+    registry: CollectorRegistry | None = None,
+    tools: Iterable[str] | None = None,
+    max_tools: int = DEFAULT_MAX_TOOLS,
+    outcomes: Iterable[str] = (),
+) -> ToolSpanObserver:
+    """A span processor counting every tool span other instrumentations end (see the module docstring).
+
+    Parameters:
+        registry: count in outcome-telemetry's metrics made in this prometheus-client registry
+            (``ConfigurationError`` when it already holds them: a runtime's registry is counted in
+            without this argument). None: count in the runtime active when each span ends.
+        tools: the tool names kept as labels; any other name is counted as ``tool="other"``.
+        max_tools: without ``tools``, how many distinct names are kept (the first seen).
+        outcomes: outcome codes of your tools kept as labels beyond the vocabulary (``quota_exceeded``);
+            others are ``other`` on the labels, as ``instrument_tool(outcomes=...)`` does.
+
+    Add it to the application's provider: ``provider.add_span_processor(observe_tool_spans())``.
+    """
+    allowed = None
+    if tools is not None:
+        if isinstance(tools, str):
+            raise ConfigurationError(f"observe_tool_spans: tools takes a list of tool names, not one string: pass [{tools!r}]")
+        allowed = frozenset(tools)
+        bad = sorted(repr(name) for name in allowed if not _labelable(name))
+        if bad:
+            raise ConfigurationError(
+                f"observe_tool_spans: tools {', '.join(bad)} are not 1 to {MAX_TOOL_LABEL_LENGTH} printable characters"
+            )
+    if isinstance(max_tools, bool) or not isinstance(max_tools, int) or max_tools < 1:
+        raise ConfigurationError(f"observe_tool_spans: max_tools={max_tools!r}: pass a whole number of at least 1")
+    if isinstance(outcomes, str):
+        raise ConfigurationError(f"observe_tool_spans: outcomes takes a list of codes, not one string: pass [{outcomes!r}]")
+    declared = frozenset(outcomes)
+    odd = sorted(repr(code) for code in declared if not (isinstance(code, str) and _OUTCOME_CODE.fullmatch(code)))
+    if odd:
+        raise ConfigurationError(
+            f"observe_tool_spans: outcomes {', '.join(odd)} are not short snake_case codes (a lower-case letter, "
+            f"then up to 63 lower-case letters, digits or _)"
+        )
+    metrics = None
+    if registry is not None:
+        try:
+            metrics = ToolMetrics(registry)
+        except ValueError as exc:
+            raise ConfigurationError(
+                "observe_tool_spans: the registry already holds outcome-telemetry's metrics (a runtime's, or "
+                "another observer's); to count in the runtime configure() made, leave registry out"
+            ) from exc
+    return ToolSpanObserver(metrics=metrics, tools=allowed, max_tools=max_tools, outcomes=declared)
