@@ -36,7 +36,7 @@ by version), prometheus-client and typing-extensions. No duckdb, no grpcio, no O
 EXTRA_PACKAGES = {"forensics": "forensics", "mcp": "mcp"}
 """Our public packages that need an extra, and the extra their ImportError names."""
 INTEGRATIONS = {"pydantic_ai": "pydantic-ai", "langchain": "langchain", "openai_agents": "openai-agents",
-                "crewai": "crewai"}
+                "crewai": "crewai", "llama_index": "llama-index", "agno": "agno"}
 """``telemetry.integrations`` modules, each its framework's extra."""
 
 EXTRA_MODULES: dict[str, list[str]] = {
@@ -53,6 +53,8 @@ EXTRA_MODULES: dict[str, list[str]] = {
     "langchain": ["telemetry.integrations.langchain"],
     "openai-agents": ["telemetry.integrations.openai_agents"],
     "crewai": ["telemetry.integrations.crewai"],
+    "llama-index": ["telemetry.integrations.llama_index"],
+    "agno": ["telemetry.integrations.agno"],
     "peers": ["openinference.instrumentation.langchain", "openinference.instrumentation.openai_agents",
               "openinference.instrumentation.pydantic_ai", "traceloop.sdk", "logfire", "langfuse", "mlflow"],
 }
