@@ -113,7 +113,7 @@ def _entrypoint(function: Callable[..., Any], selection: Selection, name: str,
                 refused(exc)
                 raise
 
-        entry: Any = acall
+        entry: Callable[..., Any] = acall
     else:
 
         @functools.wraps(instrumented)
@@ -125,7 +125,7 @@ def _entrypoint(function: Callable[..., Any], selection: Selection, name: str,
                 raise
 
         entry = call
-    entry._wrapped_for_validation = True  # Agno's mark: wrap no further
+    entry._wrapped_for_validation = True  # type: ignore[attr-defined]  # Agno's mark: wrap no further
     setattr(entry, _ORIGINAL, function)
     setattr(entry, _INSTRUMENTED, instrumented)
     return entry

@@ -218,10 +218,10 @@ def _tools_of(target: Any) -> tuple[list[BaseTool], list[Any]]:
     if isinstance(target, AgentWorkflow):
         tools: list[BaseTool] = []
         for agent in target.agents.values():
-            tools.extend(agent.tools or [])
+            tools.extend(t for t in agent.tools or [] if isinstance(t, BaseTool))
         return tools, [target, *target.agents.values()]
     if isinstance(target, BaseWorkflowAgent):
-        return list(target.tools or []), [target]
+        return [t for t in target.tools or [] if isinstance(t, BaseTool)], [target]
     if isinstance(target, Iterable) and not isinstance(target, (str, bytes, Mapping)):
         items = list(target)
         bad = [t for t in items if not isinstance(t, BaseTool)]

@@ -16,6 +16,11 @@ from telemetry.testing import Capture
 from .integration_support import KEY, assert_stale_write_story, attrs, ours, state_store, write_traces
 from optional import require
 
+# LlamaIndex's workflow runtime lists each agent's members (inspect.getmembers on a pydantic model),
+# touching pydantic's deprecated attributes on every run, instrumented or not.
+pytestmark = [pytest.mark.filterwarnings("ignore::pydantic.warnings.PydanticDeprecatedSince20"),
+              pytest.mark.filterwarnings("ignore::pydantic.warnings.PydanticDeprecatedSince211")]
+
 
 @pytest.fixture(autouse=True)
 def _llama_index() -> Iterator[None]:
