@@ -6,6 +6,9 @@ Each module imports its framework, so install the matching extra (``outcome-tele
 ``[langchain]``, ``[openai-agents]``, ``[crewai]``) and import the module you use; importing
 ``telemetry`` never imports a framework. See ``docs/integrations.md`` and ``docs/crewai.md``.
 
+``.llama_index`` (extra ``[llama-index]``) and ``.agno`` (extra ``[agno]``) offer the same
+``instrument(...)``/``uninstrument(...)`` for LlamaIndex agents and workflows and Agno agents and teams.
+
 :func:`skip_ours` keeps another instrumentation's span processor (OpenInference's) off our spans.
 """
 

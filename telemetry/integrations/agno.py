@@ -169,13 +169,18 @@ def _context(call: FunctionCall) -> Any:
     return framework_context(name, run, call.call_id)
 
 
+def _bound(original: Any, obj: Any) -> Any:
+    """``original`` bound to ``obj`` as attribute lookup would (another instrumentation's wrapper too)."""
+    return original.__get__(obj, type(obj))
+
+
 def _execute(original: Callable[[FunctionCall], Any]) -> Callable[[FunctionCall], Any]:
     @functools.wraps(original)
     def execute(self: FunctionCall) -> Any:
         if not _ours(self.function.entrypoint):
-            return original(self)
+            return _bound(original, self)()
         with _context(self):
-            return original(self)
+            return _bound(original, self)()
 
     execute.__outcome_telemetry_agno__ = original  # type: ignore[attr-defined]
     return execute
@@ -185,9 +190,9 @@ def _aexecute(original: Callable[[FunctionCall], Any]) -> Callable[[FunctionCall
     @functools.wraps(original)
     async def aexecute(self: FunctionCall) -> Any:
         if not _ours(self.function.entrypoint):
-            return await original(self)
+            return await _bound(original, self)()
         with _context(self):
-            return await original(self)
+            return await _bound(original, self)()
 
     aexecute.__outcome_telemetry_agno__ = original  # type: ignore[attr-defined]
     return aexecute
@@ -214,7 +219,7 @@ def _note_pauses(response: Any, calls: Iterable[FunctionCall]) -> None:
 def _run_calls(original: Callable[..., Iterator[Any]]) -> Callable[..., Iterator[Any]]:
     @functools.wraps(original)
     def run_function_calls(self: Model, function_calls: list[FunctionCall], *args: Any, **kwargs: Any) -> Iterator[Any]:
-        for response in original(self, function_calls, *args, **kwargs):
+        for response in _bound(original, self)(function_calls, *args, **kwargs):
             _note_pauses(response, function_calls)
             yield response
 
@@ -226,7 +231,7 @@ def _arun_calls(original: Callable[..., AsyncIterator[Any]]) -> Callable[..., As
     @functools.wraps(original)
     async def arun_function_calls(self: Model, function_calls: list[FunctionCall], *args: Any,
                                   **kwargs: Any) -> AsyncIterator[Any]:
-        async for response in original(self, function_calls, *args, **kwargs):
+        async for response in _bound(original, self)(function_calls, *args, **kwargs):
             _note_pauses(response, function_calls)
             yield response
 

@@ -5,12 +5,12 @@ Install with ``pip install -e '/path/to/outcome-telemetry[llama-index]'`` (``lla
     from llama_index.core.agent.workflow import FunctionAgent
     from telemetry.integrations import llama_index as otel_llama_index
 
-    agent = FunctionAgent(name="planner", tools=[store.read_state, store.write_state], llm=llm)
+    agent = FunctionAgent(name="planner", tools=[lookup, notify], llm=llm)
     otel_llama_index.instrument(agent)
 
 What it does, per tool (``FunctionTool``, which ``tools=[function]`` makes, or any other
-``AsyncBaseTool`` such as ``QueryEngineTool``) of a ``FunctionAgent``/``ReActAgent``/
-``CodeActAgent``, of every agent of an ``AgentWorkflow``, or of a list:
+``AsyncBaseTool`` such as ``QueryEngineTool``) of a ``FunctionAgent``/``ReActAgent``, of every
+agent of an ``AgentWorkflow``, or of a list:
 
 - the function behind a ``FunctionTool`` (``fn``/``async_fn``; for another ``AsyncBaseTool`` its
   ``call``/``acall``) is instrumented with :func:`telemetry.instrument.instrument_with`, unless it
@@ -233,15 +233,15 @@ def _tools_of(target: Any) -> tuple[list[BaseTool], list[Any]]:
         )
     raise ConfigurationError(
         "telemetry.integrations.llama_index.instrument needs a LlamaIndex tool, a list of them, an agent "
-        f"(FunctionAgent, ReActAgent, CodeActAgent) or an AgentWorkflow, got {target!r}"
+        f"(FunctionAgent, ReActAgent) or an AgentWorkflow, got {target!r}"
     )
 
 
 def instrument(target: T, **choices: Unpack[Choices]) -> T:
     """Instrument the tools of ``target`` in place, and its tool dispatch when it is an agent; return it.
 
-    ``target`` is a tool, a list of tools, an agent (``FunctionAgent``, ``ReActAgent``,
-    ``CodeActAgent``) or an ``AgentWorkflow`` (every agent's tools, and the hand-off).
+    ``target`` is a tool, a list of tools, an agent (``FunctionAgent``, ``ReActAgent``) or an
+    ``AgentWorkflow`` (every agent's tools, and the hand-off).
 
     Parameters:
         kinds: tool name to ``read``/``write``/``send``/``delegate`` (default ``write``; the

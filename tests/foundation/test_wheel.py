@@ -56,6 +56,7 @@ EXTRA_MODULES: dict[str, list[str]] = {
     "llama-index": ["telemetry.integrations.llama_index"],
     "agno": ["telemetry.integrations.agno"],
     "peers": ["openinference.instrumentation.langchain", "openinference.instrumentation.openai_agents",
+              "openinference.instrumentation.llama_index", "openinference.instrumentation.agno",
               "openinference.instrumentation.pydantic_ai", "traceloop.sdk", "logfire", "langfuse", "mlflow"],
 }
 """What each extra makes importable: the test fails when pyproject gains an extra this lacks."""

@@ -195,3 +195,21 @@ def test_uninstrument_restores_tools_exactly(telemetry_capture: Capture) -> None
     assert listed[0] is not lookup and getattr(listed[0], SPEC_ATTRIBUTE).name == "lookup"
     otel_agno.uninstrument(listed)
     assert listed == [lookup, count] and count.entrypoint is entrypoints[0]
+
+
+def test_our_span_nests_under_agnos_openinference_tool_span(telemetry_capture: Capture) -> None:
+    """With Agno's tracing on (OpenInference's AgnoInstrumentor, what agno.tracing sets up), each of our spans is the child of its TOOL span."""
+    instrumentation = require("openinference.instrumentation.agno", "peers")
+    from .agno_parts import Agent, Scripted, lookup, otel_agno
+
+    instrumentor = instrumentation.AgnoInstrumentor()
+    instrumentor.instrument(tracer_provider=telemetry_capture.runtime.provider)
+    try:
+        planner = otel_agno.instrument(Agent(name="planner", model=Scripted(turns=[[("n-1", "lookup", {"query": "x"})]]), tools=[lookup]))
+        assert planner.run("go").content == "done"
+    finally:
+        instrumentor.uninstrument()
+    mine = telemetry_capture.span("lookup")
+    tools = [s for s in telemetry_capture.spans() if attrs(s).get("openinference.span.kind") == "TOOL"]
+    assert len(tools) == 1 and mine.parent is not None and mine.parent.span_id == tools[0].context.span_id
+    assert (attrs(mine)[c.GEN_AI_TOOL_CALL_ID], attrs(mine)[c.GEN_AI_AGENT_ID]) == ("n-1", "planner")

@@ -199,3 +199,46 @@ async def test_uninstrument_restores_tools_and_dispatch_exactly(telemetry_captur
     assert sorted(attrs(s)[c.GEN_AI_TOOL_NAME] for s in ours(telemetry_capture.spans())) == ["lookup", "notify"]
     otel_llama_index.uninstrument(tools)
     assert [(t._fn, t._async_fn, t.metadata) for t in tools] == before
+
+
+async def test_our_span_nests_under_openinferences_llama_index_tool_span(telemetry_capture: Capture) -> None:
+    """With OpenInference's LlamaIndex instrumentor on (LlamaIndex's OpenTelemetry tracing), each of our spans is the child of its TOOL span."""
+    instrumentation = require("openinference.instrumentation.llama_index", "peers")
+    from .llama_index_parts import Script, agent, lookup, otel_llama_index
+
+    instrumentor = instrumentation.LlamaIndexInstrumentor()
+    instrumentor.instrument(tracer_provider=telemetry_capture.runtime.provider)
+    try:
+        planner = otel_llama_index.instrument(agent("planner", Script([("n-1", "lookup", {"query": "x"})]), [lookup]))
+        await planner.run("go")
+    finally:
+        instrumentor.uninstrument()
+    mine = telemetry_capture.span("lookup")
+    tools = [s for s in telemetry_capture.spans() if attrs(s).get("openinference.span.kind") == "TOOL"]
+    assert len(tools) == 1 and mine.parent is not None and mine.parent.span_id == tools[0].context.span_id
+    assert (attrs(mine)[c.GEN_AI_TOOL_CALL_ID], attrs(mine)[c.GEN_AI_AGENT_ID]) == ("n-1", "planner")
+
+
+@pytest.mark.filterwarnings("ignore:is_running called from within a step")  # LlamaIndex's ReActAgent's own
+async def test_react_agent_calls_carry_the_ids_of_its_tool_call_events(telemetry_capture: Capture) -> None:
+    """A ReActAgent (the model writes Action/Action Input as text) records each call with the id of its ToolCall event."""
+    from llama_index.core.agent.workflow import ReActAgent, ToolCallResult
+    from llama_index.core.base.llms.types import ChatMessage, MessageRole
+    from llama_index.core.llms.mock import MockFunctionCallingLLM
+
+    from .llama_index_parts import lookup, otel_llama_index
+
+    replies = iter(['Thought: I need to look it up.\nAction: lookup\nAction Input: {"query": "bolts"}',
+                    "Thought: I can answer without using any more tools.\nAnswer: done"])
+
+    def react(messages: object, **kwargs: object) -> ChatMessage:
+        return ChatMessage(role=MessageRole.ASSISTANT, content=next(replies))
+
+    agent = ReActAgent(name="reasoner", tools=[lookup], llm=MockFunctionCallingLLM(response_generator=react), streaming=False)
+    otel_llama_index.instrument(agent)
+    handler = agent.run("go")
+    results = [event async for event in handler.stream_events() if isinstance(event, ToolCallResult)]
+    assert str(await handler) == "done"
+    a = attrs(telemetry_capture.span("lookup"))
+    assert (a[c.GEN_AI_TOOL_CALL_ID], a[c.GEN_AI_AGENT_ID], a[c.GEN_AI_CONVERSATION_ID]) == (
+        results[0].tool_id, "reasoner", handler.run_id)
