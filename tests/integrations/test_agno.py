@@ -6,6 +6,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import telemetry
 from telemetry import conventions as c
@@ -213,3 +215,41 @@ def test_our_span_nests_under_agnos_openinference_tool_span(telemetry_capture: C
     tools = [s for s in telemetry_capture.spans() if attrs(s).get("openinference.span.kind") == "TOOL"]
     assert len(tools) == 1 and mine.parent is not None and mine.parent.span_id == tools[0].context.span_id
     assert (attrs(mine)[c.GEN_AI_TOOL_CALL_ID], attrs(mine)[c.GEN_AI_AGENT_ID]) == ("n-1", "planner")
+
+
+ARGUMENT_NAMES = st.sampled_from(["amount", "note", "amout", "agent", "x\u202e"])
+ARGUMENT_VALUES = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=8),
+                               lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner, max_size=3),
+                               max_leaves=6)
+
+
+@settings(max_examples=60, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(arguments=st.dictionaries(ARGUMENT_NAMES, ARGUMENT_VALUES, max_size=4))
+def test_any_arguments_the_model_sends_are_validated_as_agno_does_and_ok_or_invalid_argument(
+    telemetry_capture: Capture, arguments: dict[str, object]
+) -> None:
+    """Whatever the model sends, our entrypoint returns or raises what Agno's own validated one does; the span says ok or invalid_argument."""
+    from agno.tools.function import Function
+    from pydantic import ValidationError
+
+    from .agno_parts import otel_agno
+
+    def charge(amount: int, note: str = "") -> str:
+        """Charge an amount."""
+        return f"charged {amount!r} {note!r}"
+
+    listed = otel_agno.instrument([charge])
+    telemetry_capture.clear()
+
+    def outcome(entrypoint: object) -> object:
+        try:
+            return entrypoint(**arguments)  # type: ignore[operator]
+        except ValidationError as exc:
+            return ("ValidationError", [e["type"] for e in exc.errors()])
+
+    traced = outcome(listed[0])
+    assert traced == outcome(Function._wrap_callable(charge))
+    (span,) = ours(telemetry_capture.spans())
+    refused = isinstance(traced, tuple)
+    assert (attrs(span)[c.TOOL_TRANSPORT], attrs(span)[c.TOOL_OUTCOME]) == (
+        c.TRANSPORT_OK, c.OUTCOME_INVALID_ARGUMENT if refused else c.OUTCOME_OK)

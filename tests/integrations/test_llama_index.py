@@ -6,6 +6,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import telemetry
 from telemetry import conventions as c
@@ -242,3 +244,40 @@ async def test_react_agent_calls_carry_the_ids_of_its_tool_call_events(telemetry
     a = attrs(telemetry_capture.span("lookup"))
     assert (a[c.GEN_AI_TOOL_CALL_ID], a[c.GEN_AI_AGENT_ID], a[c.GEN_AI_CONVERSATION_ID]) == (
         results[0].tool_id, "reasoner", handler.run_id)
+
+
+ARGUMENT_NAMES = st.sampled_from(["amount", "note", "amout", "ctx", "self", "__class__", "x\u202e"])
+ARGUMENT_VALUES = st.recursive(st.none() | st.booleans() | st.integers() | st.text(max_size=8),
+                               lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner, max_size=3),
+                               max_leaves=6)
+
+
+@settings(max_examples=60, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(arguments=st.dictionaries(ARGUMENT_NAMES, ARGUMENT_VALUES, max_size=4))
+def test_any_arguments_the_model_sends_behave_as_uninstrumented_and_are_ok_or_invalid_argument(
+    telemetry_capture: Capture, arguments: dict[str, object]
+) -> None:
+    """Whatever keywords the model sends, the instrumented tool returns or raises what the plain one does; the span says ok or invalid_argument."""
+    from .llama_index_parts import FunctionTool, otel_llama_index
+
+    def charge(amount: int, note: str = "") -> str:
+        """Charge an amount (the function trusts what it is given, as LlamaIndex does)."""
+        return f"charged {amount!r} {note!r}"
+
+    plain, traced = FunctionTool.from_defaults(charge), otel_llama_index.instrument(FunctionTool.from_defaults(charge))
+    telemetry_capture.clear()
+
+    def outcome(tool: object) -> object:
+        try:
+            return tool.call(**arguments).raw_output  # type: ignore[attr-defined]
+        except TypeError as exc:
+            return ("TypeError", str(exc))
+
+    expected_result = outcome(plain)
+    assert outcome(traced) == expected_result
+    if "self" in arguments:  # LlamaIndex's own FunctionTool.call refuses it: no tool was reached, nothing to record
+        assert ours(telemetry_capture.spans()) == []
+        return
+    (span,) = ours(telemetry_capture.spans())
+    expected = c.OUTCOME_INVALID_ARGUMENT if isinstance(expected_result, tuple) else c.OUTCOME_OK
+    assert (attrs(span)[c.TOOL_TRANSPORT], attrs(span)[c.TOOL_OUTCOME]) == (c.TRANSPORT_OK, expected)
