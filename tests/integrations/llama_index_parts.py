@@ -19,7 +19,7 @@ from llama_index.core.llms.mock import MockFunctionCallingLLM
 from llama_index.core.tools import FunctionTool
 from llama_index.core.workflow import Context, HumanResponseEvent, InputRequiredEvent
 
-from telemetry.guards import state as guard_state
+from telemetry.guards import JSONValue
 from telemetry.integrations import llama_index as otel_llama_index
 
 from .integration_support import KEY
@@ -65,7 +65,7 @@ def guard_tools(store: Any) -> list[FunctionTool]:
     for tool in tools:
         schema = tool.metadata.fn_schema
         assert schema is not None
-        schema.model_rebuild(_types_namespace=vars(guard_state))
+        schema.model_rebuild(_types_namespace={"JSONValue": JSONValue})
     return tools
 
 
