@@ -32,9 +32,14 @@ What it does, per tool of the agent (a function, a ``Function``/``@tool``, the f
   (``StopAgentRun`` included: map it with ``exceptions=`` when it is an answer); Agno turns them
   into a message for the model.
 
+A team's delegation to a member (``delegate_task_to_member``/``_members``, which Agno makes for
+each run) is recorded as a call of kind ``delegate`` by the team, and the member's calls nest
+under it with the member's own ids. A generator tool's span covers its whole stream (Agno
+consumes it after the call returns; each step runs in the call's context). Async-generator
+tools, the delegation of an ``arun`` among them, are left as they are.
+
 Read/write comes from a ``Function``'s MCP-style ``annotations`` (``readOnlyHint`` ...), else
-``write``; ``kinds=`` says it explicitly. Generator tools (their results stream) are left as they
-are. :func:`uninstrument` puts every tool back.
+``write``; ``kinds=`` says it explicitly. :func:`uninstrument` puts every tool back.
 
 The call's context is read where Agno runs a call (``FunctionCall.execute``/``aexecute``) and the
 pauses where it reports them (``Model.run_function_calls``): both are wrapped once, on the class,
@@ -43,9 +48,10 @@ and do nothing for calls of tools that are not instrumented. The extra pins the 
 
 from __future__ import annotations
 
+import contextvars
 import functools
 import inspect
-from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping
+from collections.abc import AsyncIterator, Callable, Generator, Iterable, Iterator, Mapping
 from typing import Any, TypeVar
 
 from .._extras import require
@@ -69,13 +75,17 @@ from ..runtime import _containment as _safe
 from ._common import Choices, Selection, hints_from
 from ._plumbing import passed_through, record_refused, replace_attribute, restore_attributes, spec_of
 
-__all__ = ["DEFAULT_EXCEPTIONS", "Paused", "instrument", "uninstrument"]
+__all__ = ["DEFAULT_EXCEPTIONS", "DELEGATION_TOOLS", "Paused", "instrument", "uninstrument"]
 
 T = TypeVar("T")
 
 DEFAULT_EXCEPTIONS: Mapping[type[BaseException], str] = {RetryAgentRun: c.OUTCOME_RETRY_REQUESTED}
 """Agno's exception for "call me again with better arguments"."""
 
+DELEGATION_TOOLS = ("delegate_task_to_member", "delegate_task_to_members")
+"""The tools a team's leader delegates with (made by Agno for each run): recorded as kind ``delegate``."""
+
+_SELECTION = "__outcome_telemetry_agno_selection__"  # on an instrumented team: its options, for delegations
 _ORIGINAL = "__outcome_telemetry_agno_original__"  # on our entrypoint: the function it stands for
 _INSTRUMENTED = "__outcome_telemetry_agno_instrumented__"  # on our entrypoint: the instrumented one
 
@@ -87,15 +97,36 @@ class Paused(Exception):  # noqa: N818 - named for what it records, a pause, not
 # --- the entrypoint Agno calls: validation, then the instrumented function --------------------
 
 
+def _in_context(context: contextvars.Context, gen: Generator[Any, Any, Any]) -> Generator[Any, Any, Any]:
+    """``gen`` stepped inside ``context``: Agno consumes a generator tool after the call returned,
+    outside the call's context; each step runs in the context the call was made in."""
+    to_send: Any = None
+    to_throw: BaseException | None = None
+    while True:
+        try:
+            item = context.run(gen.throw, to_throw) if to_throw is not None else context.run(gen.send, to_send)
+        except StopIteration as stop:
+            return stop.value
+        finally:
+            to_throw = None
+        try:
+            to_send = yield item
+        except GeneratorExit:
+            context.run(gen.close)
+            raise
+        except BaseException as exc:
+            to_throw, to_send = exc, None
+
+
 def _entrypoint(function: Callable[..., Any], selection: Selection, name: str,
-                hints: Mapping[str, bool], validate: bool) -> Callable[..., Any]:
+                hints: Mapping[str, bool], validate: bool, kind: str | None = None) -> Callable[..., Any]:
     """What Agno calls in place of ``function``: its own validation first, then our span.
 
     Agno wraps a tool's function in pydantic's ``validate_call`` when it prepares a run; it
     leaves a function alone that is wrapped already. Wrapping it here, with Agno's own rule
     (``Function._wrap_callable``), puts the validation outside our span, so a refused call is seen.
     """
-    instrumented = selection.instrument(name, function, hints)
+    instrumented = selection.instrument(name, function, hints, kind=kind)
     validated = Function._wrap_callable(instrumented) if validate else instrumented
 
     def refused(exc: ValidationError) -> None:
@@ -103,7 +134,18 @@ def _entrypoint(function: Callable[..., Any], selection: Selection, name: str,
         if spec is not None and not passed_through(exc, function):
             record_refused(spec, exc, c.OUTCOME_INVALID_ARGUMENT)
 
-    if inspect.iscoroutinefunction(function):
+    if inspect.isgeneratorfunction(function):
+
+        @functools.wraps(instrumented)
+        def stream(*args: Any, **kwargs: Any) -> Any:
+            try:
+                return _in_context(contextvars.copy_context(), validated(*args, **kwargs))
+            except ValidationError as exc:
+                refused(exc)
+                raise
+
+        entry: Callable[..., Any] = stream
+    elif inspect.iscoroutinefunction(function):
 
         @functools.wraps(instrumented)
         async def acall(*args: Any, **kwargs: Any) -> Any:
@@ -113,7 +155,7 @@ def _entrypoint(function: Callable[..., Any], selection: Selection, name: str,
                 refused(exc)
                 raise
 
-        entry: Callable[..., Any] = acall
+        entry = acall
     else:
 
         @functools.wraps(instrumented)
@@ -136,7 +178,8 @@ def _ours(entrypoint: Any) -> bool:
 
 
 def _streams(function: Any) -> bool:
-    return inspect.isgeneratorfunction(function) or inspect.isasyncgenfunction(function)
+    """An async generator tool: stepped by Agno outside the call's context, which cannot follow it."""
+    return inspect.isasyncgenfunction(function)
 
 
 def _instrument_callable(function: Callable[..., Any], selection: Selection) -> Callable[..., Any]:
@@ -161,6 +204,29 @@ def _instrument_function(tool: Function, selection: Selection) -> None:
 # --- where Agno runs a call: the call's context; where it pauses one: the pause ----------------
 
 
+def _delegation(function: Function) -> bool:
+    """Instrument a team's delegation tool (made for this run) when its team is instrumented."""
+    entry = function.entrypoint
+    selection = getattr(getattr(function, "_team", None), _SELECTION, None)
+    if entry is None or function.name not in DELEGATION_TOOLS or not isinstance(selection, Selection) or _streams(entry):
+        return False
+    if not inspect.isgeneratorfunction(entry) and inspect.isgeneratorfunction(inspect.unwrap(entry)):
+        validated = entry  # Agno validated the generator function: a plain function returning a generator
+
+        @functools.wraps(validated)
+        def generator(*args: Any, **kwargs: Any) -> Any:
+            return (yield from validated(*args, **kwargs))
+
+        entry = generator
+    try:
+        object.__setattr__(function, "entrypoint", _entrypoint(  # this run's own Function: nothing to put back
+            entry, selection, function.name, {}, validate=False, kind=c.KIND_DELEGATE))
+    except Exception as exc:  # another Agno version: the delegation runs all the same, without a span
+        _safe.report(c.STAGE_SPAN, "instrumenting an Agno delegation", exc)
+        return False
+    return True
+
+
 def _context(call: FunctionCall) -> Any:
     function = call.function
     owner = getattr(function, "_agent", None) or getattr(function, "_team", None)
@@ -177,7 +243,7 @@ def _bound(original: Any, obj: Any) -> Any:
 def _execute(original: Callable[[FunctionCall], Any]) -> Callable[[FunctionCall], Any]:
     @functools.wraps(original)
     def execute(self: FunctionCall) -> Any:
-        if not _ours(self.function.entrypoint):
+        if not _ours(self.function.entrypoint) and not _delegation(self.function):
             return _bound(original, self)()
         with _context(self):
             return _bound(original, self)()
@@ -189,7 +255,7 @@ def _execute(original: Callable[[FunctionCall], Any]) -> Callable[[FunctionCall]
 def _aexecute(original: Callable[[FunctionCall], Any]) -> Callable[[FunctionCall], Any]:
     @functools.wraps(original)
     async def aexecute(self: FunctionCall) -> Any:
-        if not _ours(self.function.entrypoint):
+        if not _ours(self.function.entrypoint) and not _delegation(self.function):
             return await _bound(original, self)()
         with _context(self):
             return await _bound(original, self)()
@@ -315,7 +381,10 @@ def instrument(target: T, **choices: Unpack[Choices]) -> T:
             owner[:] = replaced
         elif any(a is not b for a, b in zip(replaced, tools)):
             replace_attribute(owner, "tools", replaced)
-    selection.check_all_named(names)
+    for owner in owners:
+        if isinstance(owner, Team) and not isinstance(vars(owner).get(_SELECTION), Selection):
+            replace_attribute(owner, _SELECTION, selection)
+    selection.check_all_named(names + [n for n in DELEGATION_TOOLS if any(isinstance(o, Team) for o in owners)])
     _hook_agno()
     return target
 

@@ -174,6 +174,41 @@ def test_team_members_and_agents_inside_tools_keep_their_own_ids(telemetry_captu
     assert inner_span.parent is not None and inner_span.parent.span_id == outer_span.context.span_id
 
 
+def test_a_team_delegation_is_a_delegate_call_with_the_members_calls_under_it(telemetry_capture: Capture) -> None:
+    """The leader's delegate_task_to_member (Agno makes it per run) is a delegate call of the team; the member's calls nest under it with the member's ids."""
+    from .agno_parts import Agent, Scripted, Team, otel_agno
+
+    streamed: list[str] = []
+
+    def lookup(query: str):  # type: ignore[no-untyped-def]
+        """Look something up, streaming the result (a generator tool)."""
+        streamed.append(query)
+        yield f"found {query}"
+
+    def crew() -> tuple[Team, Scripted]:
+        researcher = Agent(name="researcher", model=Scripted(turns=[[("m-1", "lookup", {"query": "stock"})]]), tools=[lookup])
+        leader = Scripted(turns=[[("d-1", "delegate_task_to_member", {"member_id": "researcher", "task": "look up stock"})]])
+        return Team(name="crew", members=[researcher], model=leader), leader
+
+    plain, plain_leader = crew()
+    plain.run("go")
+    team, leader = crew()
+    otel_agno.instrument(team, kinds={"lookup": "read"})
+    telemetry_capture.clear()
+    result = team.run("go")
+    assert result.content == "done" and streamed == ["stock", "stock"] and leader.told == plain_leader.told == ["done"]
+    assert leader.shown == plain_leader.shown
+    delegation, looked = telemetry_capture.span("delegate_task_to_member"), telemetry_capture.span("lookup")
+    d, m = attrs(delegation), attrs(looked)
+    assert (d[c.TOOL_KIND], d[c.GEN_AI_AGENT_ID], d[c.GEN_AI_TOOL_CALL_ID], d[c.GEN_AI_CONVERSATION_ID], d[c.TOOL_OUTCOME]) == (
+        c.KIND_DELEGATE, "crew", "d-1", result.run_id, c.OUTCOME_OK)
+    assert (m[c.TOOL_KIND], m[c.GEN_AI_AGENT_ID], m[c.GEN_AI_TOOL_CALL_ID]) == (c.KIND_READ, "researcher", "m-1")
+    assert m[c.GEN_AI_CONVERSATION_ID] != result.run_id  # the member's run is a run of its own
+    assert looked.parent is not None and looked.parent.span_id == delegation.context.span_id
+    otel_agno.uninstrument(team)
+    assert "__outcome_telemetry_agno_selection__" not in vars(team)
+
+
 def test_uninstrument_restores_tools_exactly(telemetry_capture: Capture) -> None:
     """After uninstrument: the same tool list, functions and entrypoints, the same definitions shown, no spans."""
     from .agno_parts import Agent, Inventory, Scripted, counter, lookup, otel_agno
