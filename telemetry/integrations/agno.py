@@ -11,32 +11,21 @@ Install with ``pip install -e '/path/to/outcome-telemetry[agno]'``. Example::
 What it does, per tool of the agent (a function, a ``Function``/``@tool``, the functions of a
 ``Toolkit``), of a ``Team`` and of its members (agents and teams, recursively), or of a list:
 
-- the tool's function is instrumented with :func:`telemetry.instrument.instrument_with`, unless it
-  already is, and handed to Agno in its place (the function in ``agent.tools``, a ``Function``'s
-  ``entrypoint``). Agno reads the tool's name, description and parameters from it as from the
-  original (signature, docstring and type hints are the original's), so what the model is
-  shown does not change;
-- Agno validates the model's arguments (pydantic's ``validate_call``, as Agno would wrap the
-  function itself) before the function runs: a call it refuses never reaches the tool, and is
-  recorded as transport ``ok``, outcome ``invalid_argument``; Agno tells the model as it did;
-- each call runs with the framework's context: ``gen_ai.tool.call.id`` is the model's call id
-  (``FunctionCall.call_id``), ``gen_ai.conversation.id`` the run's ``run_id``, ``gen_ai.agent.id``
-  the agent's ``name`` (else its ``id``; a team's tools, the team's), unless the user set them with
-  ``telemetry.agent()``/``telemetry.tool_call_id()``. An agent run inside a tool, or a team's
-  member, gives its calls its own ids;
-- ``RetryAgentRun`` (the tool asking the model to try again) is transport ``ok``, outcome
-  ``retry_requested``; it still reaches Agno, which retries as it does. A tool that pauses the
-  run before it runs (``requires_confirmation``, ``requires_user_input``: ``approval_required``;
-  ``external_execution``: ``deferred``) is recorded as that pause, transport ok; the call is
-  recorded again when it runs after ``continue_run``. Other exceptions are recorded as raised
-  (``StopAgentRun`` included: map it with ``exceptions=`` when it is an answer); Agno turns them
-  into a message for the model.
-
-A team's delegation to a member (``delegate_task_to_member``/``_members``, which Agno makes for
-each run) is recorded as a call of kind ``delegate`` by the team, and the member's calls nest
-under it with the member's own ids. A generator tool's span covers its whole stream (Agno
-consumes it after the call returns; each step runs in the call's context). Async-generator
-tools, the delegation of an ``arun`` among them, are left as they are.
+- the tool's function is instrumented (:func:`telemetry.instrument.instrument_with`) and handed
+  to Agno in its place (in ``agent.tools``, as a ``Function``'s ``entrypoint``); Agno derives the
+  name, description and parameters from it as from the original, so the model sees the same;
+- Agno's own argument validation (pydantic's ``validate_call``) runs outside our span: a call it
+  refuses never reaches the tool and is recorded as transport ``ok``, ``invalid_argument``;
+- each call carries the model's call id (``FunctionCall.call_id``), the run's ``run_id`` and the
+  agent's ``name`` (else ``id``; a team's tools, the team's), unless the user set them; an agent
+  run inside a tool, or a team's member, gives its calls its own ids;
+- ``RetryAgentRun`` is transport ``ok``, ``retry_requested``; a pause before the tool runs
+  (``requires_confirmation``/``requires_user_input``: ``approval_required``;
+  ``external_execution``: ``deferred``) is recorded as such, and the call again when it runs
+  after ``continue_run``. Other exceptions (``StopAgentRun`` too) are recorded as raised;
+- a team's delegation (``delegate_task_to_member``/``_members``, made by Agno for each run) is a
+  ``delegate`` call of the team, the member's calls nested under it. A generator tool's span
+  covers its whole stream; async-generator tools (an ``arun``'s delegation too) are left alone.
 
 Read/write comes from a ``Function``'s MCP-style ``annotations`` (``readOnlyHint`` ...), else
 ``write``; ``kinds=`` says it explicitly. :func:`uninstrument` puts every tool back.

@@ -22,6 +22,7 @@ agent of an ``AgentWorkflow``, or of a list:
   agent's ``name`` (in an ``AgentWorkflow``, the agent whose turn it is), unless the user set them
   with ``telemetry.agent()``/``telemetry.tool_call_id()``. A tool that runs another agent gives the
   inner agent's calls their own ids;
+- a tool that a step of your own ``Workflow`` calls carries the workflow run's id;
 - tools met only at run time are instrumented when first called: an ``AgentWorkflow``'s
   ``handoff`` tool (kind ``delegate``) and tools from a ``tool_retriever``;
 - LlamaIndex does not validate a call's arguments: it calls the function with the model's
@@ -44,6 +45,7 @@ from __future__ import annotations
 import functools
 import inspect
 from collections.abc import Callable, Iterable, Mapping
+from contextlib import AbstractContextManager, nullcontext
 from typing import Any, TypeVar
 
 from .._extras import require
@@ -116,19 +118,37 @@ def _checked(function: Any, instrumented: Any) -> Any:
 
         @functools.wraps(instrumented)
         async def acall(*args: Any, **kwargs: Any) -> Any:
-            if refused(args, kwargs) is not None:
-                return await function(*args, **kwargs)
-            return await instrumented(*args, **kwargs)
+            with _in_workflow_step():
+                if refused(args, kwargs) is not None:
+                    return await function(*args, **kwargs)
+                return await instrumented(*args, **kwargs)
 
         return acall
 
     @functools.wraps(instrumented)
     def call(*args: Any, **kwargs: Any) -> Any:
-        if refused(args, kwargs) is not None:
-            return function(*args, **kwargs)
-        return instrumented(*args, **kwargs)
+        with _in_workflow_step():
+            if refused(args, kwargs) is not None:
+                return function(*args, **kwargs)
+            return instrumented(*args, **kwargs)
 
     return call
+
+
+def _in_workflow_step() -> AbstractContextManager[None]:
+    """The workflow run as the run of a tool called by a step of your own (not an agent's dispatch).
+
+    An agent's dispatch sets the call's whole context itself (its step handles a ``ToolCall``);
+    a tool your own ``Workflow`` step calls gets the run's id, so its calls group by run.
+    """
+    try:
+        if _call_id() is not None:
+            return nullcontext()
+        run_id = _run_id()
+    except Exception as exc:  # another LlamaIndex version: the call runs all the same, without the run
+        _safe.report(c.STAGE_SPAN, "reading a LlamaIndex workflow run's id", exc)
+        return nullcontext()
+    return framework_context(None, run_id, None) if run_id is not None else nullcontext()
 
 
 def _instrument_function_tool(tool: FunctionTool, selection: Selection, kind: str | None = None) -> None:

@@ -281,3 +281,24 @@ def test_any_arguments_the_model_sends_behave_as_uninstrumented_and_are_ok_or_in
     (span,) = ours(telemetry_capture.spans())
     expected = c.OUTCOME_INVALID_ARGUMENT if isinstance(expected_result, tuple) else c.OUTCOME_OK
     assert (attrs(span)[c.TOOL_TRANSPORT], attrs(span)[c.TOOL_OUTCOME]) == (c.TRANSPORT_OK, expected)
+
+
+async def test_a_tool_a_workflow_step_of_your_own_calls_records_the_workflow_run(telemetry_capture: Capture) -> None:
+    """A plain Workflow whose step calls an instrumented tool: the span carries the workflow run's id."""
+    from llama_index.core.workflow import StartEvent, StopEvent, Workflow, step
+
+    from .llama_index_parts import FunctionTool, lookup, otel_llama_index
+
+    tool = otel_llama_index.instrument(FunctionTool.from_defaults(lookup))
+
+    class Research(Workflow):
+        @step
+        async def look(self, ev: StartEvent) -> StopEvent:
+            output = await tool.acall(query=ev.get("query"))
+            return StopEvent(result=output.content)
+
+    handler = Research().run(query="bolts")
+    assert await handler == "found bolts"
+    a = attrs(telemetry_capture.span("lookup"))
+    assert (a[c.GEN_AI_CONVERSATION_ID], a[c.TOOL_OUTCOME]) == (handler.run_id, c.OUTCOME_OK)
+    assert c.GEN_AI_TOOL_CALL_ID not in a
