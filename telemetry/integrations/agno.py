@@ -366,10 +366,7 @@ def instrument(target: T, **choices: Unpack[Choices]) -> T:
             elif callable(tool) and not isinstance(tool, type):
                 replaced[index] = _instrument_callable(tool, selection)
                 names.append(getattr(tool, "__name__", ""))
-        if isinstance(owner, list):
-            owner[:] = replaced
-        elif any(a is not b for a, b in zip(replaced, tools)):
-            replace_attribute(owner, "tools", replaced)
+        tools[:] = replaced  # in place: a tool added later (agent.add_tool) lands in the same list
     for owner in owners:
         if isinstance(owner, Team) and not isinstance(vars(owner).get(_SELECTION), Selection):
             replace_attribute(owner, _SELECTION, selection)
@@ -393,6 +390,6 @@ def uninstrument(target: T) -> T:
                     restore_attributes(function)
             elif isinstance(tool, Function):
                 restore_attributes(tool)
-        if isinstance(owner, list):
-            owner[:] = [getattr(tool, _ORIGINAL, tool) for tool in owner]
+        if tools is not None:
+            tools[:] = [getattr(tool, _ORIGINAL, tool) for tool in tools]
     return target

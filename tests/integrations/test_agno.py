@@ -216,12 +216,12 @@ def test_uninstrument_restores_tools_exactly(telemetry_capture: Capture) -> None
     inventory, count = Inventory(), counter()
     calls = [("u-1", "lookup", {"query": "x"}), ("u-2", "count", {"n": 1}), ("u-3", "stock", {"item": "bolt"})]
     planner = Agent(name="planner", model=(first := Scripted(turns=[calls])), tools=[lookup, count, inventory])
-    tools, entrypoints = planner.tools, (count.entrypoint, inventory.functions["stock"].entrypoint)
+    tools, entrypoints = list(planner.tools), (count.entrypoint, inventory.functions["stock"].entrypoint)
     planner.run("go")
     otel_agno.instrument(planner)
-    assert planner.tools is not tools and getattr(count.entrypoint, SPEC_ATTRIBUTE).name == "count"
+    assert planner.tools[0] is not lookup and getattr(count.entrypoint, SPEC_ATTRIBUTE).name == "count"
     assert otel_agno.uninstrument(planner) is planner
-    assert planner.tools is tools and (count.entrypoint, inventory.functions["stock"].entrypoint) == entrypoints
+    assert planner.tools == tools and (count.entrypoint, inventory.functions["stock"].entrypoint) == entrypoints
     planner.model = (second := Scripted(turns=[calls]))
     telemetry_capture.clear()
     planner.run("go")

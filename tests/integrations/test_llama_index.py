@@ -152,6 +152,9 @@ async def test_agent_workflow_handoff_is_a_delegate_call_and_each_agent_keeps_it
     assert (handoff[c.TOOL_KIND], handoff[c.GEN_AI_AGENT_ID], handoff[c.GEN_AI_TOOL_CALL_ID]) == (c.KIND_DELEGATE, "lead", "w-1")
     assert (looked[c.GEN_AI_AGENT_ID], looked[c.GEN_AI_TOOL_CALL_ID]) == ("researcher", "w-2")
     assert handoff[c.GEN_AI_CONVERSATION_ID] == looked[c.GEN_AI_CONVERSATION_ID] == handler.run_id
+    otel_llama_index.uninstrument(workflow)
+    assert not any("_call_tool" in vars(w) for w in (workflow, lead, researcher))
+    assert getattr(researcher.tools[0]._fn, SPEC_ATTRIBUTE, None) is None
 
 
 async def test_an_agent_run_inside_a_tool_keeps_its_own_ids(telemetry_capture: Capture) -> None:
