@@ -42,6 +42,7 @@ extra's version pin covers.
 
 from __future__ import annotations
 
+import contextvars
 import functools
 import inspect
 from collections.abc import Callable, Iterable, Mapping
@@ -168,6 +169,39 @@ def _instrument_function_tool(tool: FunctionTool, selection: Selection, kind: st
     replace_attribute(tool, "_async_fn", new_async)
 
 
+_recording: contextvars.ContextVar[Any] = contextvars.ContextVar("outcome_telemetry_llama_index_tool", default=None)
+
+
+def _outermost(tool: BaseTool, method: Any, instrumented: Any) -> Any:
+    """``instrumented``, unless ``tool`` is being recorded already: a tool's ``acall`` that calls its
+    own ``call`` (a common way to write one) is one call, with one span."""
+    if inspect.iscoroutinefunction(method):
+
+        @functools.wraps(instrumented)
+        async def acall(*args: Any, **kwargs: Any) -> Any:
+            if _recording.get() is tool:
+                return await method(*args, **kwargs)
+            token = _recording.set(tool)
+            try:
+                return await instrumented(*args, **kwargs)
+            finally:
+                _recording.reset(token)
+
+        return acall
+
+    @functools.wraps(instrumented)
+    def call(*args: Any, **kwargs: Any) -> Any:
+        if _recording.get() is tool:
+            return method(*args, **kwargs)
+        token = _recording.set(tool)
+        try:
+            return instrumented(*args, **kwargs)
+        finally:
+            _recording.reset(token)
+
+    return call
+
+
 def _instrument_tool(tool: BaseTool, selection: Selection, kind: str | None = None) -> None:
     """Instrument ``tool`` in place (its function; its metadata, which the model sees, untouched)."""
     name = tool.metadata.get_name()
@@ -177,8 +211,9 @@ def _instrument_tool(tool: BaseTool, selection: Selection, kind: str | None = No
     if isinstance(tool, FunctionTool):
         _instrument_function_tool(tool, selection, kind)
     elif isinstance(tool, AsyncBaseTool):
-        replace_attribute(tool, "call", selection.instrument(name, tool.call, kind=kind))
-        replace_attribute(tool, "acall", selection.instrument(name, tool.acall, kind=kind))
+        call, acall = tool.call, tool.acall
+        replace_attribute(tool, "call", _outermost(tool, call, selection.instrument(name, call, kind=kind)))
+        replace_attribute(tool, "acall", _outermost(tool, acall, selection.instrument(name, acall, kind=kind)))
     else:  # a sync-only BaseTool is called through __call__, which cannot be replaced per object
         selection.seen.add(name)
 

@@ -305,3 +305,32 @@ async def test_a_tool_a_workflow_step_of_your_own_calls_records_the_workflow_run
     a = attrs(telemetry_capture.span("lookup"))
     assert (a[c.GEN_AI_CONVERSATION_ID], a[c.TOOL_OUTCOME]) == (handler.run_id, c.OUTCOME_OK)
     assert c.GEN_AI_TOOL_CALL_ID not in a
+
+
+async def test_a_tool_of_its_own_class_reporting_is_error_is_a_tool_error(telemetry_capture: Capture) -> None:
+    """An AsyncBaseTool of your own (call/acall instrumented) answering ToolOutput(is_error=True): ok/tool_error, the model told."""
+    from llama_index.core.tools import AsyncBaseTool, ToolMetadata, ToolOutput
+
+    from .llama_index_parts import Script, agent, otel_llama_index
+
+    class Warehouse(AsyncBaseTool):
+        @property
+        def metadata(self) -> ToolMetadata:
+            return ToolMetadata(name="reserve", description="Reserve stock.")
+
+        def call(self, input: str = "") -> ToolOutput:
+            return ToolOutput(content="out of stock", tool_name="reserve", raw_input={"input": input}, raw_output=None, is_error=True)
+
+        async def acall(self, input: str = "") -> ToolOutput:
+            return self.call(input)
+
+    warehouse = Warehouse()
+    script = Script([("e-1", "reserve", {"input": "bolts"})])
+    clerk = otel_llama_index.instrument(agent("clerk", script, [warehouse]))
+    assert str(await clerk.run("go")) == "done"
+    a = attrs(telemetry_capture.span("reserve"))
+    assert (a[c.TOOL_TRANSPORT], a[c.TOOL_OUTCOME], a[c.GEN_AI_TOOL_CALL_ID], a[c.GEN_AI_AGENT_ID]) == (
+        c.TRANSPORT_OK, c.OUTCOME_TOOL_ERROR, "e-1", "clerk")
+    assert any("out of stock" in str(m.content) for m in script.seen[1])
+    otel_llama_index.uninstrument(clerk)
+    assert "acall" not in vars(warehouse) and "call" not in vars(warehouse)
