@@ -28,14 +28,15 @@ test-crewai: $(CREWAI_STAMP)
 
 # Google ADK's and Strands Agents' tests in one environment of their own: ADK pins
 # opentelemetry-sdk<=1.44 and Strands mcp<2.2, older than the rest of the suite needs; the two fit
-# together. About 300 MB, well under a minute to build.
+# together. About 300 MB, well under a minute to build. numpy: DuckDB's Python functions, which
+# forensics registers, need it, and the [forensics] extra does not bring it.
 ADK_STRANDS_VENV  := .venv-adk-strands
 ADK_STRANDS_STAMP := $(ADK_STRANDS_VENV)/.installed
 
 $(ADK_STRANDS_STAMP): pyproject.toml
 	$(PYTHON) -m venv $(ADK_STRANDS_VENV)
 	$(ADK_STRANDS_VENV)/bin/python -m pip install --quiet --upgrade pip
-	$(ADK_STRANDS_VENV)/bin/python -m pip install --quiet -e '.[google-adk,strands-agents,forensics]' 'pytest>=8' 'pytest-asyncio>=0.23' 'hypothesis>=6'
+	$(ADK_STRANDS_VENV)/bin/python -m pip install --quiet -e '.[google-adk,strands-agents,forensics]' numpy 'pytest>=8' 'pytest-asyncio>=0.23' 'hypothesis>=6'
 	touch $(ADK_STRANDS_STAMP)
 
 test-adk-strands: $(ADK_STRANDS_STAMP)
