@@ -55,7 +55,9 @@ from .._extras import require
 require("google.adk", extra="google-adk", needed_for="telemetry.integrations.google_adk", name="google-adk")
 
 from google.adk.agents import BaseAgent
-from google.adk.tools import AgentTool, BaseTool, FunctionTool
+from google.adk.tools.agent_tool import AgentTool
+from google.adk.tools.base_tool import BaseTool
+from google.adk.tools.function_tool import FunctionTool
 from typing_extensions import Unpack
 
 from .. import conventions as c
