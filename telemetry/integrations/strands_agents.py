@@ -31,8 +31,9 @@ What it does, per tool of the agent's registry (and of the agents behind its age
   transport ``ok``, outcome ``invalid_argument``, and Strands answers the model as it did.
 
 Our span is opened inside Strands' ``execute_tool`` span (the tool runs with it current), so it
-nests under it and forensics counts the call once. A call a ``BeforeToolCallEvent`` hook cancels
-or interrupts never reaches the tool and is not recorded; a hook's ``retry`` runs the tool again,
+nests under it and forensics counts the call once. A call a ``BeforeToolCallEvent`` hook interrupts
+(an approval asked before the tool runs) is recorded as ``approval_required`` too; one a hook
+cancels never reaches the tool and is not recorded; a hook's ``retry`` runs the tool again,
 recorded as one more call. MCP tools run on their server: instrument it there
 (:mod:`telemetry.mcp`). :func:`uninstrument` puts every tool back.
 
@@ -53,6 +54,7 @@ require("strands", extra="strands-agents", needed_for="telemetry.integrations.st
 
 from strands import Agent
 from strands.agent._agent_as_tool import _AgentAsTool
+from strands.hooks import BeforeToolCallEvent
 from strands.interrupt import InterruptException
 from strands.tools.decorator import DecoratedFunctionTool
 from strands.types._events import ToolInterruptEvent, ToolResultEvent
@@ -73,6 +75,7 @@ DEFAULT_EXCEPTIONS: Mapping[type[BaseException], str] = {InterruptException: c.O
 """Strands' interrupt (the tool waits for a human) is a pause, not a failure."""
 
 _ERROR_STATUS = "error"  # a ToolResult's status when the call failed
+_RECORDED = "__outcome_telemetry_delegate__"  # on an agent-as-tool: the function its span records
 
 
 class AgentToolFailed(Exception):
@@ -200,6 +203,47 @@ def _agent_tool(tool: _AgentAsTool, selection: Selection) -> None:
 
     functools.update_wrapper(stream_with_context, stream)
     replace_attribute(tool, "stream", stream_with_context)
+    replace_attribute(tool, _RECORDED, recorded)
+
+
+def _spec_of_tool(tool: Any) -> Any:
+    if isinstance(tool, DecoratedFunctionTool):
+        return spec_of(tool._tool_func)
+    return spec_of(vars(tool).get(_RECORDED)) if hasattr(tool, "__dict__") else None
+
+
+def _record_hook_interrupts(agent: Agent) -> None:
+    """A ``BeforeToolCallEvent`` hook that interrupts (an approval asked before the tool runs)
+    pauses a call that never reaches the tool: record it as ``approval_required``."""
+    hooks = agent.hooks
+    if was_replaced(hooks, "invoke_callbacks_async"):
+        return
+    invoke = hooks.invoke_callbacks_async
+
+    @functools.wraps(invoke)
+    async def invoke_callbacks_async(event: Any) -> Any:
+        found = await invoke(event)
+        if isinstance(event, BeforeToolCallEvent) and found[1]:
+            try:
+                spec = _spec_of_tool(event.selected_tool)
+                if spec is not None:
+                    with framework_context(*_ids({"agent": event.agent}, event.tool_use)):
+                        record_refused(spec, InterruptException(found[1][0]), c.OUTCOME_APPROVAL_REQUIRED)
+            except Exception as problem:  # the pause reaches Strands all the same
+                _safe.report(c.STAGE_SPAN, "recording a Strands tool call a hook paused", problem)
+        return found
+
+    replace_attribute(hooks, "invoke_callbacks_async", invoke_callbacks_async)
+
+
+def _agents_of(target: Any, found: list[Agent]) -> list[Agent]:
+    """``target`` when it is an agent, and the agents behind its agent-tools, each once."""
+    if isinstance(target, Agent) and not any(a is target for a in found):
+        found.append(target)
+    for tool in _tools_of(target):
+        if isinstance(tool, _AgentAsTool) and not any(a is tool.agent for a in found):
+            _agents_of(tool.agent, found)
+    return found
 
 
 def _failed(event: Any) -> bool:
@@ -262,6 +306,8 @@ def instrument(target: T, **choices: Unpack[Choices]) -> T:
             _function_tool(tool, selection)
         elif isinstance(tool, _AgentAsTool):
             _agent_tool(tool, selection)
+    for agent in _agents_of(target, []):
+        _record_hook_interrupts(agent)
     selection.check_all_named(names)
     return target
 
@@ -273,4 +319,6 @@ def uninstrument(target: T) -> T:
     """
     for tool in _walk(target, []):
         restore_attributes(tool)
+    for agent in _agents_of(target, []):
+        restore_attributes(agent.hooks)
     return target

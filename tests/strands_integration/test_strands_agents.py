@@ -124,6 +124,33 @@ def test_interrupt_is_approval_required_and_the_agent_still_pauses(telemetry_cap
     assert (attrs(done)[c.TOOL_OUTCOME], attrs(done)[c.GEN_AI_TOOL_CALL_ID]) == (c.OUTCOME_OK, "i-1")
 
 
+def test_a_hook_asking_approval_before_the_tool_runs_is_approval_required(telemetry_capture: Capture) -> None:
+    """A BeforeToolCallEvent hook that interrupts pauses a call the tool never saw: ok/approval_required; approved, it runs and is recorded ok."""
+    from strands.hooks import BeforeToolCallEvent
+
+    def ask(event: BeforeToolCallEvent) -> None:
+        if event.tool_use["name"] == "lookup":
+            answer = event.interrupt("approve-lookup", reason="reads customer data")
+            if answer != "yes":
+                event.cancel_tool = "not approved"
+
+    agent = agent_of("clerk", ScriptedModel([("lookup", {"query": "a"}, "h-1")]), tools(lookup))
+    agent.hooks.add_callback(BeforeToolCallEvent, ask)
+    otel_strands.instrument(agent, kinds={"lookup": "read"})
+    paused = agent("go")
+    assert paused.stop_reason == "interrupt"
+    (asked,) = telemetry_capture.spans("lookup")
+    a = attrs(asked)
+    assert (a[c.TOOL_TRANSPORT], a[c.TOOL_OUTCOME], a[c.GEN_AI_TOOL_CALL_ID], a[c.GEN_AI_AGENT_ID], a[c.TOOL_KIND]) == (
+        c.TRANSPORT_OK, c.OUTCOME_APPROVAL_REQUIRED, "h-1", "clerk", c.KIND_READ)
+    agent([{"interruptResponse": {"interruptId": paused.interrupts[0].id, "response": "yes"}}])
+    assert results(agent)[0]["status"] == "success"
+    _asked, ran = telemetry_capture.spans("lookup")
+    assert (attrs(ran)[c.TOOL_OUTCOME], attrs(ran)[c.GEN_AI_TOOL_CALL_ID]) == (c.OUTCOME_OK, "h-1")
+    otel_strands.uninstrument(agent)
+    assert "invoke_callbacks_async" not in vars(agent.hooks)
+
+
 def test_agent_as_tool_is_a_delegate_call_and_the_inner_agent_keeps_its_identity(telemetry_capture: Capture) -> None:
     """An agent used as a tool is one delegate call covering the inner run; the inner call has its own agent and call id, nested under it."""
     researcher = agent_of("researcher", ScriptedModel([("lookup", {"query": "tea"}, "in-1")]), tools(lookup),
@@ -185,8 +212,8 @@ def test_uninstrument_restores_tools_exactly(telemetry_capture: Capture) -> None
     """After uninstrument every tool's attributes are as before; a run records nothing; instrument works again."""
     agent = _agent([("lookup", {"query": "a"}, "x-1")])
     registry = agent.tool_registry.registry
-    inner_tools = list(registry["researcher"].agent.tool_registry.registry.values())
-    objects = [*registry.values(), *inner_tools]
+    inner = registry["researcher"].agent
+    objects = [*registry.values(), *inner.tool_registry.registry.values(), agent.hooks, inner.hooks]
     state = [dict(vars(o)) for o in objects]
     otel_strands.instrument(agent)
     assert otel_strands.uninstrument(agent) is agent
