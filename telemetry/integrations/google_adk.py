@@ -35,8 +35,10 @@ What it does, for the agent, its ``sub_agents`` and the agents behind its ``Agen
 Our span is opened inside ADK's ``execute_tool`` span (ADK's before/after tool callbacks and its
 own telemetry stay as they were), so it nests under it and forensics counts the call once.
 ``BaseToolset``\\ s (MCP, OpenAPI) make their tools at run time: instrument an MCP server where it
-runs (:mod:`telemetry.mcp`). ``transfer_to_agent`` hand-offs to sub-agents are ADK's own tool,
-made for each model call: they are not recorded here (the sub-agent's calls carry its name).
+runs (:mod:`telemetry.mcp`). A ``transfer_to_agent`` hand-off between an agent and its sub-agents
+(ADK's own tool, made for each model call) is recorded by an after-tool callback put first on the
+agent, as a call of kind ``delegate`` with the target agent on the span
+(``tool.argument.agent_name``); the sub-agent's own calls then carry its name.
 :func:`uninstrument` puts every tool and agent back.
 
 The tool's function is reached through ``FunctionTool.func`` and the call's context through the
@@ -58,18 +60,19 @@ from google.adk.agents import BaseAgent
 from google.adk.tools.agent_tool import AgentTool
 from google.adk.tools.base_tool import BaseTool
 from google.adk.tools.function_tool import FunctionTool
+from google.adk.tools.transfer_to_agent_tool import TransferToAgentTool
 from typing_extensions import Unpack
 
 from .. import conventions as c
 from ..envelopes import ResultClass
 from ..exceptions import ConfigurationError
-from ..instrument import framework_context
+from ..instrument import framework_context, instrument_with
 from ..instrument.spec import ToolSpec
 from ..runtime import containment as _safe
 from ._common import Choices, Selection, hints_from
 from .plumbing import record_refused, replace_attribute, restore_attributes, spec_of, was_replaced
 
-__all__ = ["DEFAULT_EXCEPTIONS", "ArgumentsRefused", "ConfirmationRequested", "instrument", "uninstrument"]
+__all__ = ["DEFAULT_EXCEPTIONS", "TRANSFER_TOOL", "ArgumentsRefused", "ConfirmationRequested", "instrument", "uninstrument"]
 
 A = TypeVar("A", bound=BaseAgent)
 
@@ -90,6 +93,10 @@ class ConfirmationRequested(Exception):
     Never raised into ADK: it only names, on the span, why the call paused.
     """
 
+
+TRANSFER_TOOL = "transfer_to_agent"
+"""The name of ADK's hand-off tool (recorded as kind ``delegate``, the target on the span)."""
+_TARGET = "agent_name"
 
 _ERROR_KEY = "error"  # ADK's convention for a tool's failure answer (FunctionTool, its own telemetry)
 
@@ -257,6 +264,33 @@ def _instrument_tool(tool: BaseTool, selection: Selection, found: list[BaseAgent
     _with_context(tool)
 
 
+def _record_transfers(agent: BaseAgent, selection: Selection) -> None:
+    """Record ADK's ``transfer_to_agent`` hand-offs (a tool ADK makes for each model call) as
+    ``delegate`` calls, the target agent on the span: an after-tool callback, put first."""
+    if not hasattr(agent, "after_tool_callback") or was_replaced(agent, "after_tool_callback"):
+        return
+    selection.seen.add(TRANSFER_TOOL)
+
+    def transfer_to_agent(agent_name: Any = None, **_others: Any) -> None:
+        """The hand-off ADK made (its own tool did the work; this records it)."""
+
+    options = selection.options(TRANSFER_TOOL, kind=c.KIND_DELEGATE).replace(record_arguments=(_TARGET,))
+    recorded = instrument_with(transfer_to_agent, options)
+
+    def record_transfer(tool: Any, args: dict[str, Any], tool_context: Any, tool_response: Any) -> None:
+        if isinstance(tool, TransferToAgentTool) and isinstance(args, Mapping):
+            try:
+                with framework_context(*_ids(tool_context)):
+                    recorded(**{str(k): v for k, v in args.items()})
+            except Exception as exc:  # the hand-off happens all the same, unrecorded
+                _safe.report(c.STAGE_SPAN, "recording an ADK hand-off", exc)
+        return None
+
+    existing = agent.after_tool_callback
+    callbacks = existing if isinstance(existing, list) else [existing] if existing is not None else []
+    replace_attribute(agent, "after_tool_callback", [record_transfer, *callbacks])
+
+
 def _tools_of(agent: BaseAgent) -> Iterator[BaseTool]:
     for tool in getattr(agent, "tools", None) or ():
         if isinstance(tool, BaseTool):
@@ -315,6 +349,8 @@ def instrument(agent: A, **choices: Unpack[Choices]) -> A:
     names: list[str] = []
     for each in agents:  # grows while it runs: agent-tools add their agents
         _wrap_functions(each)
+        if getattr(each, "sub_agents", None) or getattr(each, "parent_agent", None) is not None:
+            _record_transfers(each, selection)
         for tool in _tools_of(each):
             _instrument_tool(tool, selection, agents)
             names.append(tool.name)

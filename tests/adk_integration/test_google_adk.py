@@ -182,16 +182,26 @@ async def test_agent_tool_is_a_delegate_call_and_the_inner_agent_keeps_its_ident
     assert parent is not None and parent.span_id == telemetry_capture.span("researcher").context.span_id
 
 
-async def test_sub_agent_calls_carry_the_sub_agents_name(telemetry_capture: Capture) -> None:
-    """After transfer_to_agent the sub-agent's tool calls are its own: its name, the session, the model's call id."""
-    clerk = LlmAgent(name="clerk", description="Looks things up.", model=scripted([("lookup", {"query": "x"}, "sub-1")]),
-                     tools=[lookup])
-    root = LlmAgent(name="desk", model=scripted([("transfer_to_agent", {"agent_name": "clerk"}, "t-1")]),
-                    sub_agents=[clerk])
-    otel_adk.instrument(root)
-    session, _events = await run(root)
+async def test_transfer_to_a_sub_agent_is_a_delegate_call_and_the_sub_agent_keeps_its_name(telemetry_capture: Capture) -> None:
+    """transfer_to_agent (made by ADK per model call) is recorded as delegate with its target; the sub-agent's call is its own."""
+    def agents() -> LlmAgent:
+        clerk = LlmAgent(name="clerk", description="Looks things up.", model=scripted([("lookup", {"query": "x"}, "sub-1")]),
+                         tools=[lookup])
+        return LlmAgent(name="desk", model=scripted([("transfer_to_agent", {"agent_name": "clerk"}, "t-1")]),
+                        sub_agents=[clerk])
+
+    _s, expected = await run(agents())
+    root = otel_adk.instrument(agents(), kinds={"lookup": "read"})
+    session, events = await run(root)
+    assert responses(events) == responses(expected)
+    handed = attrs(telemetry_capture.span(otel_adk.TRANSFER_TOOL))
+    assert (handed[c.TOOL_KIND], handed[c.GEN_AI_AGENT_ID], handed[c.GEN_AI_TOOL_CALL_ID], handed[c.TOOL_OUTCOME]) == (
+        c.KIND_DELEGATE, "desk", "t-1", c.OUTCOME_OK)
+    assert handed[c.TOOL_ARGUMENT_PREFIX + "agent_name"] == "clerk" and handed[c.GEN_AI_CONVERSATION_ID] == session
     a = attrs(telemetry_capture.span("lookup"))
     assert (a[c.GEN_AI_AGENT_ID], a[c.GEN_AI_CONVERSATION_ID], a[c.GEN_AI_TOOL_CALL_ID]) == ("clerk", session, "sub-1")
+    otel_adk.uninstrument(root)
+    assert root.after_tool_callback is None and root.sub_agents[0].after_tool_callback is None
 
 
 async def test_user_context_wins(telemetry_capture: Capture) -> None:
