@@ -66,8 +66,7 @@ from typing_extensions import Unpack
 from .. import conventions as c
 from ..envelopes import ResultClass
 from ..exceptions import ConfigurationError
-from ..instrument import framework_context, instrument_with
-from ..instrument.spec import ToolSpec
+from ..instrument import ToolSpec, framework_context, instrument_with
 from ..runtime import containment as _safe
 from ._common import Choices, Selection, hints_from
 from .plumbing import record_refused, replace_attribute, restore_attributes, spec_of, was_replaced
