@@ -204,6 +204,33 @@ async def test_transfer_to_a_sub_agent_is_a_delegate_call_and_the_sub_agent_keep
     assert root.after_tool_callback is None and root.sub_agents[0].after_tool_callback is None
 
 
+async def test_a_base_tool_of_your_own_is_recorded_around_its_run_async(telemetry_capture: Capture) -> None:
+    """A BaseTool subclass with its own run_async: one span per call with ADK's ids, its declaration unchanged."""
+    from google.adk.tools.base_tool import BaseTool
+    from google.genai import types
+
+    class Weather(BaseTool):
+        def __init__(self) -> None:
+            super().__init__(name="weather", description="The weather in a city.")
+
+        def _get_declaration(self) -> types.FunctionDeclaration:
+            return types.FunctionDeclaration(name=self.name, description=self.description, parameters_json_schema={
+                "type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]})
+
+        async def run_async(self, *, args: dict[str, Any], tool_context: Any) -> Any:
+            return {"city": args["city"], "sky": "clear"}
+
+    turns = [[("weather", {"city": "Oslo"}, "w-1")]]
+    plain = LlmAgent(name="forecaster", model=scripted(*turns), tools=[Weather()])
+    _s, expected = await run(plain)
+    agent = otel_adk.instrument(LlmAgent(name="forecaster", model=scripted(*turns), tools=[Weather()]), kinds={"weather": "read"})
+    session, events = await run(agent)
+    assert responses(events) == responses(expected) and agent.model.shown(0) == plain.model.shown(0)
+    a = attrs(telemetry_capture.span("weather"))
+    assert (a[c.GEN_AI_TOOL_CALL_ID], a[c.GEN_AI_AGENT_ID], a[c.GEN_AI_CONVERSATION_ID], a[c.TOOL_KIND], a[c.TOOL_OUTCOME]) == (
+        "w-1", "forecaster", session, c.KIND_READ, c.OUTCOME_OK)
+
+
 async def test_user_context_wins(telemetry_capture: Capture) -> None:
     """Inside telemetry.agent(), the user's agent and conversation ids are kept; the call id is still ADK's."""
     agent = otel_adk.instrument(LlmAgent(name="planner", model=scripted([("lookup", {"query": "a"}, "u-1")]), tools=[lookup]))
