@@ -28,7 +28,7 @@ test-crewai: $(CREWAI_STAMP)
 
 # Google ADK's and Strands Agents' tests in one environment of their own: ADK pins
 # opentelemetry-sdk<=1.44 and Strands mcp<2.2, older than the rest of the suite needs; the two fit
-# together. About 300 MB, well under a minute to build. numpy: DuckDB's Python functions, which
+# together. About 350 MB, under a minute to build. numpy: DuckDB's Python functions, which
 # forensics registers, need it, and the [forensics] extra does not bring it.
 ADK_STRANDS_VENV  := .venv-adk-strands
 ADK_STRANDS_STAMP := $(ADK_STRANDS_VENV)/.installed
