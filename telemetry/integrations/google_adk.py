@@ -67,9 +67,9 @@ from .. import conventions as c
 from ..envelopes import ResultClass
 from ..exceptions import ConfigurationError
 from ..instrument import ToolSpec, framework_context, instrument_with
-from ..runtime import containment as _safe
+from ..runtime import _containment as _safe
 from ._common import Choices, Selection, hints_from
-from .plumbing import record_refused, replace_attribute, restore_attributes, spec_of, was_replaced
+from ._plumbing import record_refused, replace_attribute, restore_attributes, spec_of, was_replaced
 
 __all__ = ["DEFAULT_EXCEPTIONS", "TRANSFER_TOOL", "ArgumentsRefused", "ConfirmationRequested", "instrument", "uninstrument"]
 

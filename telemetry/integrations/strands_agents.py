@@ -63,9 +63,9 @@ from typing_extensions import Unpack
 from .. import conventions as c
 from ..exceptions import ConfigurationError
 from ..instrument import framework_context, instrument_with
-from ..runtime import containment as _safe
+from ..runtime import _containment as _safe
 from ._common import Choices, Selection, is_instrumented
-from .plumbing import passed_through, record_refused, replace_attribute, restore_attributes, spec_of, was_replaced
+from ._plumbing import passed_through, record_refused, replace_attribute, restore_attributes, spec_of, was_replaced
 
 __all__ = ["DEFAULT_EXCEPTIONS", "AgentToolFailed", "AgentToolInterrupted", "instrument", "uninstrument"]
 
