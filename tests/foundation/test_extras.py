@@ -93,6 +93,8 @@ def test_forensics_without_duckdb_names_its_extra(monkeypatch: pytest.MonkeyPatc
     ("telemetry.integrations.openai_agents", "agents", "openai-agents"),
     ("telemetry.integrations.llama_index", "llama_index.core", "llama-index"),
     ("telemetry.integrations.agno", "agno", "agno"),
+    ("telemetry.integrations.google_adk", "google.adk", "google-adk"),
+    ("telemetry.integrations.strands_agents", "strands", "strands-agents"),
 ])
 def test_an_integration_without_its_framework_names_its_extra(
     module: str, framework: str, extra: str, monkeypatch: pytest.MonkeyPatch

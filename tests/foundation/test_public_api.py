@@ -19,8 +19,9 @@ from types import ModuleType
 import telemetry
 
 SNAPSHOT = Path(__file__).with_name("public_api.txt")
-OPTIONAL = {"telemetry.integrations.crewai"}
-"""Modules that need a framework the dev environment cannot hold (CrewAI pins mcp<2)."""
+OPTIONAL = {"telemetry.integrations.crewai", "telemetry.integrations.google_adk", "telemetry.integrations.strands_agents"}
+"""Modules that need a framework the dev environment cannot hold (CrewAI pins mcp<2, Google ADK an
+older OpenTelemetry SDK, Strands an older mcp)."""
 
 
 def _public_modules() -> list[ModuleType]:

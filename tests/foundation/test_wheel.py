@@ -8,7 +8,8 @@ reach PyPI for the four core dependencies; its cache makes that quick). Each ext
 in the dev environment (its modules import, its commands parse), because a fresh venv per extra
 costs a minute or more of downloads each (grpcio, chdb, pyarrow ...); set
 ``OUTCOME_TELEMETRY_EXTRA_VENVS=1`` to install the wheel with each extra into a fresh venv of its
-own instead (``all`` and ``crewai`` excluded: ``make test-crewai`` builds CrewAI's).
+own instead (``all``, ``crewai``, ``google-adk`` and ``strands-agents`` excluded: ``make test-crewai``
+and ``make test-adk-strands`` build theirs).
 """
 
 from __future__ import annotations
@@ -36,7 +37,8 @@ by version), prometheus-client and typing-extensions. No duckdb, no grpcio, no O
 EXTRA_PACKAGES = {"forensics": "forensics", "mcp": "mcp"}
 """Our public packages that need an extra, and the extra their ImportError names."""
 INTEGRATIONS = {"pydantic_ai": "pydantic-ai", "langchain": "langchain", "openai_agents": "openai-agents",
-                "crewai": "crewai", "llama_index": "llama-index", "agno": "agno"}
+                "crewai": "crewai", "llama_index": "llama-index", "agno": "agno",
+                "google_adk": "google-adk", "strands_agents": "strands-agents"}
 """``telemetry.integrations`` modules, each its framework's extra."""
 
 EXTRA_MODULES: dict[str, list[str]] = {
@@ -55,6 +57,8 @@ EXTRA_MODULES: dict[str, list[str]] = {
     "crewai": ["telemetry.integrations.crewai"],
     "llama-index": ["telemetry.integrations.llama_index"],
     "agno": ["telemetry.integrations.agno"],
+    "google-adk": ["telemetry.integrations.google_adk"],
+    "strands-agents": ["telemetry.integrations.strands_agents"],
     "peers": ["openinference.instrumentation.langchain", "openinference.instrumentation.openai_agents",
               "openinference.instrumentation.llama_index", "openinference.instrumentation.agno",
               "openinference.instrumentation.pydantic_ai", "traceloop.sdk", "logfire", "langfuse", "mlflow"],
@@ -63,8 +67,9 @@ EXTRA_MODULES: dict[str, list[str]] = {
 TEST_ONLY = {"peers"}
 """Extras for the test suite, not users: installed with make's constraints file (constraints/dev.txt),
 without which pip's resolver gives up on the peers' OpenTelemetry instrumentation packages."""
-NOT_IN_DEV = {"crewai"}
-"""Extras the dev environment cannot hold (CrewAI pins mcp<2; ``make test-crewai`` covers it)."""
+NOT_IN_DEV = {"crewai", "google-adk", "strands-agents"}
+"""Extras the dev environment cannot hold (CrewAI pins mcp<2; ``make test-crewai`` covers it; Google
+ADK pins an older OpenTelemetry SDK and Strands an older mcp: ``make test-adk-strands`` covers them)."""
 
 
 @pytest.fixture(scope="module")
