@@ -36,7 +36,7 @@ ADK_STRANDS_STAMP := $(ADK_STRANDS_VENV)/.installed
 $(ADK_STRANDS_STAMP): pyproject.toml
 	$(PYTHON) -m venv $(ADK_STRANDS_VENV)
 	$(ADK_STRANDS_VENV)/bin/python -m pip install --quiet --upgrade pip
-	$(ADK_STRANDS_VENV)/bin/python -m pip install --quiet -e '.[google-adk,strands-agents,forensics]' numpy 'pytest>=8' 'pytest-asyncio>=0.23' 'hypothesis>=6'
+	$(ADK_STRANDS_VENV)/bin/python -m pip install --quiet -e '.[google-adk,strands-agents,forensics]' 'pytest>=8' 'pytest-asyncio>=0.23' 'hypothesis>=6'
 	touch $(ADK_STRANDS_STAMP)
 
 test-adk-strands: $(ADK_STRANDS_STAMP)
