@@ -29,6 +29,7 @@ from ._rules import no as answer_no
 from ._rules import yes as answer_yes
 
 __all__ = [
+    "EXCEPTION_PATTERN",
     "ToolTraces",
     "TraceEvidence",
     "answers_from",
@@ -75,7 +76,10 @@ SELECT tool_name,
        list_sort(list_distinct(list(verify) FILTER (WHERE verify IS NOT NULL))) AS verified_through
 FROM judged GROUP BY tool_name
 """
-_EXCEPTION_PATTERN = r'Traceback \(most recent call last\)|File "[^"]{1,300}", line [0-9]+|\b[A-Z][A-Za-z0-9_]*(Error|Exception)(:|\()'
+EXCEPTION_PATTERN = (r'Traceback \(most recent call last\)|File "[^"]{1,300}", line [0-9]+'
+                      r"|\b[A-Z][A-Za-z0-9_]*(Error|Exception)(:|\()"
+                      r"|\b[a-z_][a-z0-9_]*(\.[a-z_][a-z0-9_]*)+\.[A-Z][A-Za-z0-9_]*:"
+                      r"|\bat [A-Za-z0-9_$.]+\([A-Za-z0-9_$]+\.(java|kt|cs|js|ts):[0-9]+\)")
 """Exception text in a recorded result (the SQL form of ``telemetry.envelopes.exception_text``)."""
 _BY_AGENT = """
 SELECT tool_name, agent_id, count(*) AS calls FROM spans
@@ -180,7 +184,7 @@ def collect(paths: Sequence[str], scopes: Mapping[str, Sequence[str]] | None = N
         errors = {"retry": c.TOOL_ERROR_RETRY, "code": c.TOOL_ERROR_CODE, "after": c.TOOL_ERROR_RETRY_AFTER_SECONDS,
                   "leaked": c.TOOL_ERROR_EXCEPTION_TEXT, "verify": c.TOOL_VERIFICATION_TOOL, "ours_format": c.FORMAT_OURS,
                   "ok": c.OUTCOME_OK, "error": c.OUTCOME_ERROR, "tool_error": c.OUTCOME_TOOL_ERROR,
-                  "rate_limited": c.OUTCOME_RATE_LIMITED, "exception_pattern": _EXCEPTION_PATTERN}
+                  "rate_limited": c.OUTCOME_RATE_LIMITED, "exception_pattern": EXCEPTION_PATTERN}
         for tool, results, uncoded, bare, leaked, through in con.execute(_ERRORS, errors).fetchall():
             entry = tools[tool]
             entry.error_results, entry.uncoded_errors, entry.bare_rate_limits = results, uncoded, bare

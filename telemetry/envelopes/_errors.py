@@ -29,9 +29,11 @@ _EXCEPTION_TEXT = re.compile(
     r"Traceback \(most recent call last\)"
     r"|File \"[^\"\n]{1,300}\", line \d+"
     r"|\b[A-Z][A-Za-z0-9_]*(?:Error|Exception)(?::|\()"
+    r"|\b[a-z_][a-z0-9_]*(?:\.[a-z_][a-z0-9_]*)+\.[A-Z][A-Za-z0-9_]*:"
     r"|\bat [\w$.]+\([\w$]+\.(?:java|kt|cs|js|ts):\d+\)"
 )
-"""A Python traceback or frame line, ``KeyError:``/``ValueError(...)``, a Java or JS stack frame."""
+"""A Python traceback or frame line, ``KeyError:``/``ValueError(...)``, a qualified class name and a
+colon (``psycopg.errors.UniqueViolation:``), a Java or JS stack frame."""
 _TEXT_KEYS = (c.ENVELOPE_MESSAGE, c.ENVELOPE_ERROR, "detail", "details", "description", "error_message", "stack",
               "stacktrace", "trace")
 

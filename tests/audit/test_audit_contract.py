@@ -8,12 +8,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from mcp.server.mcpserver import MCPServer
 
 import telemetry
 import telemetry.mcp
 from telemetry import conventions as c
 from telemetry.audit import NO, YES, audit_tools, run_audit
+from telemetry.audit import _mcp_listing as mcp_listing
 from telemetry.audit._model import ACTIONABLE_ERRORS, READBACK_VERIFIED
 from telemetry.audit._report import TargetInfo
 from telemetry.audit._table import render
@@ -121,3 +124,36 @@ def test_the_audit_reads_a_servers_tool_plan(tmp_path: Path) -> None:
     assert by_name["set_email"].answers[READBACK_VERIFIED].verdict == NO
     assert by_name["good_lookup"].answers[ACTIONABLE_ERRORS].verdict == YES
     assert by_name[c.TOOL_PLAN_NAME].kind == c.KIND_READ
+
+
+def test_the_sql_and_the_python_forms_of_exception_text_agree() -> None:
+    """The audit reads recorded results with the SQL form of telemetry.envelopes.exception_text."""
+    import duckdb
+
+    from telemetry.audit._traces import EXCEPTION_PATTERN
+    from telemetry.envelopes import exception_text
+
+    samples = [LEAK, 'File "/srv/app.py", line 12, in f', "KeyError: 'sku'", "psycopg.errors.UniqueViolation: dup",
+               "ValueError(\"bad\")", "at com.acme.Rates.fetch(Rates.java:88)", "carrier.RateLimitError: 429",
+               "The carrier's rate limit is in effect. Wait 2 s.", "Error: the card was declined", "no profile", ""]
+    con = duckdb.connect()
+    for text in samples:
+        found = con.execute("SELECT regexp_matches($t, $p)", {"t": text, "p": EXCEPTION_PATTERN}).fetchone()
+        assert found is not None and found[0] == exception_text(text), text
+
+
+JSON = st.recursive(st.one_of(st.none(), st.booleans(), st.integers(), st.text(max_size=200)),
+                    lambda inner: st.one_of(st.lists(inner, max_size=5),
+                                            st.dictionaries(st.sampled_from(["step", "tool", "sequence", "reads_cache",
+                                                                             "name", "by", "x"]), inner, max_size=5)),
+                    max_leaves=15)
+
+
+@settings(max_examples=300, deadline=None)
+@given(JSON, JSON)
+def test_a_hostile_plan_entry_is_read_as_data_or_ignored(entry: Any, meta: Any) -> None:
+    """What a server's plan says is untrusted: any shape gives a bool and a bounded name, or nothing."""
+    tool = {"name": "set_email", mcp_listing.PLAN_ENTRY: entry, "_meta": meta if isinstance(meta, dict) else {}}
+    model = mcp_listing.from_listing(tool, "hostile")
+    assert isinstance(model.reads_cache, bool)
+    assert model.verify_tool is None or (isinstance(model.verify_tool, str) and len(model.verify_tool) <= 128)
