@@ -25,15 +25,14 @@ _UNNAMED = frozenset({c.OUTCOME_ERROR, c.OUTCOME_TOOL_ERROR})
 """Outcomes that say only that the call failed, not which condition: no code."""
 _SCANNED = 4096
 """How much of one text is searched for exception text: a long message costs no more than this."""
-_EXCEPTION_TEXT = re.compile(
-    r"Traceback \(most recent call last\)"
-    r"|File \"[^\"\n]{1,300}\", line \d+"
-    r"|\b[A-Z][A-Za-z0-9_]*(?:Error|Exception)(?::|\()"
-    r"|\b[a-z_][a-z0-9_]*(?:\.[a-z_][a-z0-9_]*)+\.[A-Z][A-Za-z0-9_]*:"
-    r"|\bat [\w$.]+\([\w$]+\.(?:java|kt|cs|js|ts):\d+\)"
-)
-"""A Python traceback or frame line, ``KeyError:``/``ValueError(...)``, a qualified class name and a
-colon (``psycopg.errors.UniqueViolation:``), a Java or JS stack frame."""
+_TRACEBACK = "Traceback (most recent call last)"
+_FRAME = re.compile(r"File \"[^\"\n]{1,300}\", line \d+")
+_CLASS = re.compile(r"\b[A-Z][A-Za-z0-9_]*(?:Error|Exception)(?::|\()")
+_QUALIFIED = re.compile(r"\b[a-z_][a-z0-9_]*(?:\.[a-z_][a-z0-9_]*)+\.[A-Z][A-Za-z0-9_]*:")
+_STACK_FRAME = re.compile(r"\bat [\w$.]+\([\w$]+\.(?:java|kt|cs|js|ts):\d+\)")
+"""Exception text: a Python traceback or frame line, ``KeyError:``/``ValueError(...)``, a qualified
+class name and a colon (``psycopg.errors.UniqueViolation:``), a Java or JS stack frame. Each
+pattern runs only when the text holds what it needs (a plain sentence costs a few substring tests)."""
 _TEXT_KEYS = (c.ENVELOPE_MESSAGE, c.ENVELOPE_ERROR, "detail", "details", "description", "error_message", "stack",
               "stacktrace", "trace")
 
@@ -85,16 +84,19 @@ def _texts(result: Any, get: Callable[[str], Any]) -> list[str]:
     found: list[str] = []
     for key in _TEXT_KEYS:
         value = get(key)
+        if value is None:
+            continue
         if isinstance(value, str):
             found.append(value)
         elif isinstance(value, Mapping) and isinstance(value.get(c.ENVELOPE_MESSAGE), str):
             found.append(value[c.ENVELOPE_MESSAGE])
     errors = get("errors")
-    if isinstance(errors, (list, tuple)):
+    if errors and isinstance(errors, (list, tuple)):
         found.extend(e[c.ENVELOPE_MESSAGE] for e in errors[:8]
                      if isinstance(e, Mapping) and isinstance(e.get(c.ENVELOPE_MESSAGE), str))
-    content = result.get("content") if isinstance(result, Mapping) else getattr(result, "content", None)
-    if isinstance(content, (list, tuple)):
+    content = result.get("content") if type(result) is dict or isinstance(result, Mapping) \
+        else getattr(result, "content", None)
+    if content and isinstance(content, (list, tuple)):
         for item in content[:8]:
             text = item.get("text") if isinstance(item, Mapping) else getattr(item, "text", None)
             if isinstance(text, str):
@@ -106,7 +108,16 @@ def _texts(result: Any, get: Callable[[str], Any]) -> list[str]:
 
 def exception_text(text: str) -> bool:
     """True when ``text`` (its first few thousand characters) carries exception text or a stack trace."""
-    return _EXCEPTION_TEXT.search(text[:_SCANNED]) is not None
+    head = text[:_SCANNED]
+    if _TRACEBACK in head:
+        return True
+    if '", line ' in head and _FRAME.search(head):
+        return True
+    if ("Error" in head or "Exception" in head) and _CLASS.search(head):
+        return True
+    if ":" in head and (_QUALIFIED.search(head) or ("at " in head and _STACK_FRAME.search(head))):
+        return True
+    return False
 
 
 def error_facts(result: Any, outcome: str) -> ErrorFacts:
