@@ -19,8 +19,8 @@ from typing import Any
 from mcp.server.mcpserver import MCPServer
 from mcp_types import ToolAnnotations
 
-from .. import conventions as c
 from .. import _tool_kinds as tool_kinds
+from .. import conventions as c
 from ..exceptions import ConfigurationError
 from ..guards import reads_cache_of
 from ..guards._idempotency import KEY_PARAMETER_ATTRIBUTE

@@ -10,7 +10,7 @@ import pytest
 
 from telemetry import conventions as c
 from telemetry.forensics import Forensics, open_traces
-from telemetry.forensics.questions import SEVERITY, question
+from telemetry.forensics._questions import SEVERITY, question
 
 from forensics_builder import TraceBuilder
 
