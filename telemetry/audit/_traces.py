@@ -285,7 +285,7 @@ def _actionable(ev: ToolTraces, no: Callable[..., tuple[m.Answer, list[m.Finding
     if problems:
         severity = m.CRITICAL if ev.exception_texts else None
         return no(m.ACTIONABLE_ERRORS, "AUD107", "traces: " + "; ".join(problems), "; ".join(fixes), severity)
-    return yes(m.ACTIONABLE_ERRORS, f"traces: all {ev.error_results} error results named a code, and every rate "
+    return yes(m.ACTIONABLE_ERRORS, f"traces: each of {ev.error_results} error result(s) named a code, and every rate "
                f"limit a retry-after")
 
 
