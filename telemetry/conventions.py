@@ -515,9 +515,12 @@ AUDIT_VERSION_BOUND: Final = "version_bound"
 AUDIT_PREVIEWABLE: Final = "previewable"
 AUDIT_READBACK_VERIFIED: Final = "readback_verified"
 AUDIT_SEMANTICALLY_OBSERVABLE: Final = "semantically_observable"
+AUDIT_ACTIONABLE_ERRORS: Final = "actionable_errors"
+"""The seventh check: the tool's errors name a code, say whether and when to retry, and hand the
+model no exception text (AUD107)."""
 AUDIT_CHECKS: Final = (AUDIT_SCOPED, AUDIT_IDEMPOTENT, AUDIT_VERSION_BOUND, AUDIT_PREVIEWABLE,
-                       AUDIT_READBACK_VERIFIED, AUDIT_SEMANTICALLY_OBSERVABLE)
-"""The six questions the audit asks of every tool, in the order its table shows them."""
+                       AUDIT_READBACK_VERIFIED, AUDIT_SEMANTICALLY_OBSERVABLE, AUDIT_ACTIONABLE_ERRORS)
+"""The questions the audit asks of every tool, in the order its table shows them."""
 AUDIT_SEVERITY_INFO: Final = "info"
 """A finding below the alert severities (``SEVERITY_CRITICAL``, ``SEVERITY_WARNING``)."""
 AUDIT_FROM_DECLARATION: Final = "declaration"
@@ -629,3 +632,76 @@ MCP_META_AGENT_ID: Final = "outcome-telemetry/agent_id"
 """The calling agent, in a request's ``_meta``: ``gen_ai.agent.id`` on the server's span."""
 MCP_META_CONVERSATION_ID: Final = "outcome-telemetry/conversation_id"
 """The calling run, in a request's ``_meta``: ``gen_ai.conversation.id`` on the server's span."""
+
+# --- errors a model can act on, and the verification contract (issue 32) ---------------------
+# Recorded on an error result (a result that reported a failure, not an exception) without its
+# content: whether it named a code, said whether and when to retry, and offered a recovery path.
+
+TOOL_ERROR_CODE: Final = "tool.error.code"
+"""The condition an error result named, as a code a model can branch on (a short snake_case
+token); absent when the result said only that it failed."""
+TOOL_ERROR_RETRY: Final = "tool.error.retry"
+"""On every error result: ``advised``, ``not_advised`` or ``unsaid`` (the result said nothing)."""
+TOOL_ERROR_RETRY_AFTER_SECONDS: Final = "tool.error.retry_after_seconds"
+"""How long the error result asked the caller to wait before a retry (absent when it did not say)."""
+TOOL_ERROR_RECOVERY: Final = "tool.error.recovery"
+"""On every error result: the recovery path it offered: ``tool`` (another tool to call),
+``existing_id`` (an object that already exists) or ``none``."""
+TOOL_ERROR_EXCEPTION_TEXT: Final = "tool.error.exception_text"
+"""True when an error result handed the model exception text or a stack trace (absent otherwise)."""
+RETRY_ADVISED: Final = "advised"
+RETRY_NOT_ADVISED: Final = "not_advised"
+RETRY_UNSAID: Final = "unsaid"
+RETRY_ADVICE: Final = (RETRY_ADVISED, RETRY_NOT_ADVISED, RETRY_UNSAID)
+RECOVERY_TOOL: Final = "tool"
+RECOVERY_EXISTING_ID: Final = "existing_id"
+RECOVERY_NONE: Final = "none"
+RECOVERY_PATHS: Final = (RECOVERY_TOOL, RECOVERY_EXISTING_ID, RECOVERY_NONE)
+ENVELOPE_RECOVERY_TOOL: Final = "recovery_tool"
+"""In an error envelope: the tool the model should call to recover (``read_state`` after a stale write)."""
+ENVELOPE_EXISTING_ID: Final = "existing_id"
+"""In an error envelope: the id of the object that already exists (a duplicate's original)."""
+ENVELOPE_RETRY_AFTER: Final = "retry_after"
+"""The retry-after key other APIs use (seconds); read beside ``retry_after_seconds``."""
+ENVELOPE_RETRYABLE: Final = "retryable"
+"""The retry flag other APIs use; read beside ``retry``."""
+MAX_RETRY_AFTER_SECONDS: Final = 86_400.0
+"""A retry-after above a day (or negative, or not finite) is not recorded: it is not advice."""
+
+ENVELOPE_VERIFICATION_REQUIRED: Final = "verification_required"
+"""In a success envelope: the caller must verify the write, ``{"tool", "arguments", "compare"}``."""
+VERIFY_TOOL: Final = "tool"
+VERIFY_ARGUMENTS: Final = "arguments"
+VERIFY_COMPARE: Final = "compare"
+TOOL_VERIFICATION_TOOL: Final = "tool.verification.tool"
+"""On a call whose result asked the caller to verify it: the read tool it named."""
+TOOL_VERIFICATION_COMPARE: Final = "tool.verification.compare"
+"""The fields the caller is to compare (names only, never values)."""
+
+TOOL_PLAN_NAME: Final = "tool_plan"
+"""The default name of the tool-plan meta tool ``telemetry.mcp.expose_tool_plan`` registers."""
+MCP_META_TOOL_PLAN: Final = "outcome-telemetry/tool_plan"
+"""``_meta`` of the tool-plan meta tool in ``tools/list``: true (the audit reads it)."""
+MCP_META_READS_CACHE: Final = "outcome-telemetry/reads_cache"
+"""``_meta`` of a read tool whose answer comes from a cache, not the source of truth."""
+PLAN_SCHEMA_ID: Final = "outcome-telemetry.tool-plan/1"
+"""The ``schema`` key of the tool plan the meta tool returns."""
+IDEMPOTENT_BY_READ: Final = "read"
+IDEMPOTENT_BY_KEY: Final = "idempotency_key"
+IDEMPOTENT_BY_VERSION: Final = "compare_and_set"
+IDEMPOTENT_BY_DECLARATION: Final = "declared"
+IDEMPOTENT_NOT: Final = "no"
+IDEMPOTENT_HOW: Final = (IDEMPOTENT_BY_READ, IDEMPOTENT_BY_KEY, IDEMPOTENT_BY_VERSION, IDEMPOTENT_BY_DECLARATION,
+                         IDEMPOTENT_NOT)
+"""How a tool plan says a tool is idempotent (or that it is not)."""
+
+# --- per-row verdicts of the forensics questions ---------------------------------------------
+VERDICT_HAPPENED: Final = "happened"
+VERDICT_PREVENTED: Final = "prevented"
+VERDICT_UNKNOWN: Final = "unknown"
+VERDICTS: Final = (VERDICT_HAPPENED, VERDICT_PREVENTED, VERDICT_UNKNOWN)
+COLUMN_VERDICT: Final = "verdict"
+COLUMN_VERDICT_BASIS: Final = "verdict_basis"
+QUESTION_RETRY_TAX: Final = "retry_tax"
+RETRY_TAX_WINDOW_SECONDS: Final = 1.0
+"""A retry within this long of an error that gave no retry-after counts as immediate."""

@@ -1,8 +1,8 @@
-"""Audit a tool surface: the six checks before write access, and the schema lint.
+"""Audit a tool surface: the seven checks before write access, and the schema lint.
 
-``outcome-telemetry audit`` (:mod:`._cli`) answers, for every tool an agent may call, the six checks
+``outcome-telemetry audit`` (:mod:`._cli`) answers, for every tool an agent may call, the seven checks
 (``scoped``, ``idempotent``, ``version_bound``, ``previewable``, ``readback_verified``,
-``semantically_observable``: conventions' ``AUDIT_*``), each with evidence and a fix, and lints
+``semantically_observable``, ``actionable_errors``: conventions' ``AUDIT_*``), each with evidence and a fix, and lints
 its JSON Schema. Targets are Python tools (:mod:`._targets`, schemas built by :mod:`._schema`), MCP
 servers (:mod:`._mcp_listing`) and trace files (:mod:`._traces`); :mod:`._checks` and :mod:`._lint`
 decide, :mod:`._report` holds the result (and its JSON), :mod:`._table` and :mod:`._sarif` print it.

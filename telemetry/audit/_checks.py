@@ -1,9 +1,9 @@
-"""The six answers for one tool, from what it declares (or, failing that, its name and parameters).
+"""The answers for one tool, from what it declares (or, failing that, its name and parameters).
 
 A yes needs evidence: when nothing shows that a tool is ``scoped``, ``idempotent``,
-``version_bound``, ``previewable``, ``readback_verified`` or ``semantically_observable``
-(instrumented), the answer is no, and its evidence says what
-was missing. Each no comes with the finding that carries its code and severity, and a fix that
+``version_bound``, ``previewable``, ``readback_verified``, ``semantically_observable`` (instrumented)
+or has ``actionable_errors`` (errors a model can act on), the answer is no, and its evidence says
+what was missing. Each no comes with the finding that carries its code and severity, and a fix that
 names the part of this toolkit that turns it into a yes.
 """
 
@@ -171,6 +171,37 @@ def semantically_observable(model: m.ToolModel, kind: str, params: list[Param], 
               "--traces can)", fix)
 
 
+ACTIONABLE_ERRORS_FIX = ("return failures as telemetry.guards.refusal(code, message, retry=..., retry_after_seconds=...) "
+                        "envelopes (a code from your outcomes=, a retry-after on every rate limit, recovery_tool or "
+                        "existing_id when there is a way out), never exception text")
+
+
+def actionable_errors(model: m.ToolModel, kind: str, params: list[Param], surface: Collection[str]) -> tuple[m.Answer, list[m.Finding]]:
+    if model.error_envelope is not None:
+        return yes(m.ACTIONABLE_ERRORS, model.error_envelope)
+    if model.source is not None or model.instrumented:
+        why = "nothing declares its error results: no refusal envelope in its body, no outcome codes declared"
+    else:
+        why = "nothing shows what its errors say (the listing cannot; --traces can)"
+    return no(m.ACTIONABLE_ERRORS, "AUD107", model.name, why, ACTIONABLE_ERRORS_FIX)
+
+
+def verified_through_cache(model: m.ToolModel, kind: str, through: Collection[str],
+                           cached: Collection[str]) -> tuple[m.Answer, list[m.Finding]] | None:
+    """A write whose result (or tool plan) asks the caller to verify it through a read that answers
+    from a cache: that verification repeats what the write just put there. None: nothing to report."""
+    if kind == c.KIND_READ:
+        return None
+    caches = sorted(set(through) & set(cached))
+    if not caches:
+        return None
+    return no(m.READBACK_VERIFIED, "AUD105", model.name,
+              f"its result asks the caller to verify it through {', '.join(caches)}, which reads a cache: the "
+              f"verification repeats what the write just put there",
+              "name a read of the source of truth in verification_required (or read back server-side with readback=)",
+              severity=m.CRITICAL)
+
+
 CHECK_FUNCTIONS: tuple[tuple[str, Check], ...] = (
     (m.SCOPED, scoped),
     (m.IDEMPOTENT, idempotent),
@@ -178,10 +209,11 @@ CHECK_FUNCTIONS: tuple[tuple[str, Check], ...] = (
     (m.PREVIEWABLE, previewable),
     (m.READBACK_VERIFIED, readback_verified),
     (m.SEMANTICALLY_OBSERVABLE, semantically_observable),
+    (m.ACTIONABLE_ERRORS, actionable_errors),
 )
 
 
 def answer_all(model: m.ToolModel, kind: str, surface: Collection[str]) -> dict[str, tuple[m.Answer, list[m.Finding]]]:
-    """The six answers for ``model`` taken as ``kind``, each with the findings of its no."""
+    """The answers for ``model`` taken as ``kind``, each with the findings of its no."""
     params = infer.parameters(model.input_schema)
     return {name: check(model, kind, params, surface) for name, check in CHECK_FUNCTIONS}

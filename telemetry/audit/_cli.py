@@ -1,4 +1,4 @@
-"""``outcome-telemetry audit``: the six checks and the schema lint, for Python tools, MCP servers and traces.
+"""``outcome-telemetry audit``: the seven checks and the schema lint, for Python tools, MCP servers and traces.
 
 Exit status: 0 the gate passed, 1 ``--fail-on`` was met, 2 bad usage or a target that cannot be
 loaded (named on stderr), 3 an unexpected failure (traceback on stderr).
@@ -32,13 +32,14 @@ EXIT_FAILED = EXIT_FINDINGS
 """A tool failed a check at or above ``--fail-on``."""
 
 DESCRIPTION = f"""\
-Answer six questions for every tool an agent may call, before it gets write access:
+Answer seven questions for every tool an agent may call, before it gets write access:
   {c.AUDIT_SCOPED:23}  can this credential see only the tools it needs (others absent, not denied)?
   {c.AUDIT_IDEMPOTENT:23}  does the same write, retried, make one change instead of two?
   {c.AUDIT_VERSION_BOUND:23}  is a write built on a stale read refused instead of applied?
   {c.AUDIT_PREVIEWABLE:23}  does a bulk or destructive write show a plan before it commits?
   {c.AUDIT_READBACK_VERIFIED:23}  is each write read back from the source of truth?
   {c.AUDIT_SEMANTICALLY_OBSERVABLE:23}  would a 200 that did the wrong thing show up (outcome on the span)?
+  {c.AUDIT_ACTIONABLE_ERRORS:23}  do its errors name a code, say when to retry, and keep stack traces out?
 Each answer is yes, no or n/a, with its evidence and a one-line fix; read versus write comes from
 the declaration (our kind, MCP annotations) or, failing that, the name, and says which. Then the
 schema lint: unbounded numbers, enum candidates, missing descriptions, generic names, optional

@@ -10,6 +10,12 @@ Besides MCP's annotations (``readOnlyHint``, ``destructiveHint``, ``idempotentHi
 ``_meta`` may declare what the listing cannot otherwise show, under this toolkit's prefix
 (:data:`META_PREFIX`): ``kind``, ``scopes`` (the scopes a credential needs to see it),
 ``readback`` (true when the server verifies its writes) and ``instrumented``.
+
+A server that exposes this toolkit's tool-plan meta tool (``telemetry.mcp.expose_tool_plan``: its
+``_meta`` says ``outcome-telemetry/tool_plan``) is asked for the plan, the one tool the audit ever
+calls (a read of the plan, no arguments); each tool's entry is kept beside its listing under
+:data:`PLAN_ENTRY`, and only checked values are read from it (which reads answer from a cache,
+which read verifies a write).
 """
 
 from __future__ import annotations
@@ -30,6 +36,7 @@ from ._model import ToolModel
 __all__ = [
     "DEFAULT_TIMEOUT_SECONDS",
     "MAX_PAGES",
+    "PLAN_ENTRY",
     "META_INSTRUMENTED",
     "META_KIND",
     "META_PREFIX",
@@ -48,6 +55,8 @@ META_KIND: Final = META_PREFIX + "kind"
 META_SCOPES: Final = META_PREFIX + "scopes"
 META_READBACK: Final = META_PREFIX + "readback"
 META_INSTRUMENTED: Final = META_PREFIX + "instrumented"
+PLAN_ENTRY: Final = "x-outcome-telemetry-plan"
+"""Where a listed tool's entry of the server's tool plan is kept (not an MCP field: the audit's own)."""
 
 
 def _sdk() -> Any:
@@ -63,7 +72,26 @@ async def _pages(client: Any) -> list[dict[str, Any]]:
         cursor = result.next_cursor
         if not cursor:
             break
+    planner = next((t.get("name") for t in tools if isinstance(t.get("_meta"), dict)
+                    and t["_meta"].get(c.MCP_META_TOOL_PLAN) is True), None)
+    if isinstance(planner, str):
+        entries = _plan_entries(await client.call_tool(planner, {}))
+        for tool in tools:
+            entry = entries.get(str(tool.get("name")))
+            if entry is not None:
+                tool[PLAN_ENTRY] = entry
     return tools
+
+
+def _plan_entries(result: Any) -> dict[str, dict[str, Any]]:
+    """Each tool's entry of a tool-plan result, by name (a malformed plan gives none: it is data)."""
+    document = getattr(result, "structured_content", None)
+    if getattr(result, "is_error", False) is True or not isinstance(document, dict):
+        return {}
+    tools = document.get("tools")
+    if document.get("schema") != c.PLAN_SCHEMA_ID or not isinstance(tools, list):
+        return {}
+    return {t["name"]: t for t in tools[:10_000] if isinstance(t, dict) and isinstance(t.get("name"), str)}
 
 
 def _list(server: Any, label: str, timeout: float, *, child: bool = False) -> list[dict[str, Any]]:
@@ -184,6 +212,7 @@ def from_listing(tool: dict[str, Any], target: str) -> ToolModel:
     scopes = meta.get(META_SCOPES)
     if isinstance(scopes, list) and all(isinstance(s, str) for s in scopes):
         model.scopes = tuple(scopes)
+    _read_plan(model, tool.get(PLAN_ENTRY), meta)
     kind = meta.get(META_KIND)
     if isinstance(kind, str) and kind in c.KINDS:
         model.declared_kind, model.kind_source = kind, f"_meta {META_KIND}"
@@ -196,3 +225,15 @@ def from_listing(tool: dict[str, Any], target: str) -> ToolModel:
             f", {model.declared_kind} inferred from the name" if model.declared_kind != c.KIND_WRITE else ""
         )
     return model
+
+
+def _read_plan(model: ToolModel, entry: Any, meta: dict[str, Any]) -> None:
+    """What the tool plan (or ``_meta``) says of a tool: a read from a cache, the read that verifies it."""
+    model.reads_cache = meta.get(c.MCP_META_READS_CACHE) is True
+    if not isinstance(entry, dict):
+        return
+    model.reads_cache = model.reads_cache or entry.get("reads_cache") is True
+    sequence = entry.get("sequence")
+    for step in sequence[:16] if isinstance(sequence, list) else ():
+        if isinstance(step, dict) and step.get("step") == "verify" and isinstance(step.get("tool"), str):
+            model.verify_tool = step["tool"][:128]

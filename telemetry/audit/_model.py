@@ -3,7 +3,7 @@
 Every target (a Python function, a guards object, an MCP server's listing, trace files) is turned
 into :class:`ToolModel` values: the tool's name, description and JSON Schema, plus what it
 *declares* (our ``kind`` and hints, MCP annotations, an idempotency guard, a read-back, scopes).
-The checks turn a model into six :class:`Answer` values and the lint into :class:`Finding` values.
+The checks turn a model into seven :class:`Answer` values and the lint into :class:`Finding` values.
 Nothing here runs a tool.
 """
 
@@ -15,6 +15,7 @@ from typing import Any, Final
 from .. import conventions as c
 
 __all__ = [
+    "ACTIONABLE_ERRORS",
     "Answer",
     "CHECKS",
     "CRITICAL",
@@ -46,6 +47,7 @@ YES, NO, NOT_APPLICABLE, VERDICTS = c.AUDIT_YES, c.AUDIT_NO, c.AUDIT_NOT_APPLICA
 SCOPED, IDEMPOTENT, VERSION_BOUND = c.AUDIT_SCOPED, c.AUDIT_IDEMPOTENT, c.AUDIT_VERSION_BOUND
 PREVIEWABLE, READBACK_VERIFIED, SEMANTICALLY_OBSERVABLE = (
     c.AUDIT_PREVIEWABLE, c.AUDIT_READBACK_VERIFIED, c.AUDIT_SEMANTICALLY_OBSERVABLE)
+ACTIONABLE_ERRORS = c.AUDIT_ACTIONABLE_ERRORS
 CHECKS: Final = c.AUDIT_CHECKS
 CRITICAL, WARNING, INFO = c.SEVERITY_CRITICAL, c.SEVERITY_WARNING, c.AUDIT_SEVERITY_INFO
 SEVERITIES: Final = (CRITICAL, WARNING, INFO)
@@ -87,11 +89,18 @@ class ToolModel:
     source: Source | None = None
     notes: list[str] = field(default_factory=list)
     from_traces_only: bool = False
+    error_envelope: str | None = None
+    """What declares the tool's error results a model can act on (a guard's refusal envelope,
+    declared outcome codes), or None when nothing does."""
+    reads_cache: bool = False
+    """A read declared to answer from a cache (``telemetry.guards.reads_cache``, the tool plan)."""
+    verify_tool: str | None = None
+    """The read tool the tool plan says verifies this tool's effect (the caller's verification)."""
 
 
 @dataclass(frozen=True)
 class Answer:
-    """One of the six answers for one tool, with what it rests on and how to turn a no into a yes."""
+    """One of the seven answers for one tool, with what it rests on and how to turn a no into a yes."""
 
     check: str
     verdict: str
@@ -121,7 +130,7 @@ class Finding:
 
 @dataclass
 class ToolAudit:
-    """A tool with its decided kind, its six answers and its findings."""
+    """A tool with its decided kind, its seven answers and its findings."""
 
     tool: ToolModel
     kind: str

@@ -1,6 +1,6 @@
 """Run the audit over loaded tools (and trace evidence) and hold the result: the JSON form and the gate.
 
-:func:`run_audit` decides each tool's kind, asks the six checks and the lint, folds in what the
+:func:`run_audit` decides each tool's kind, asks the checks and the lint, folds in what the
 spans showed, and returns an :class:`AuditReport`. Its :meth:`~AuditReport.as_dict` is the
 ``--format json`` document, whose keys are stable and documented in ``docs/audit.md``;
 :meth:`~AuditReport.failed` is the ``--fail-on`` gate.
@@ -16,9 +16,21 @@ from typing import Any, Final
 from .. import __version__
 from . import _infer as infer
 from . import _traces as traces
-from ._checks import answer_all, decide_kind
+from ._checks import answer_all, decide_kind, verified_through_cache
 from ._lint import lint
-from ._model import CHECKS, CRITICAL, INFO, NO, NOT_APPLICABLE, SEVERITIES, WARNING, YES, ToolAudit, ToolModel
+from ._model import (
+    CHECKS,
+    CRITICAL,
+    INFO,
+    NO,
+    NOT_APPLICABLE,
+    READBACK_VERIFIED,
+    SEVERITIES,
+    WARNING,
+    YES,
+    ToolAudit,
+    ToolModel,
+)
 
 __all__ = ["AuditReport", "FAIL_ON", "SCHEMA_ID", "TargetInfo", "run_audit"]
 
@@ -114,6 +126,7 @@ def run_audit(models: Sequence[ToolModel], targets: Sequence[TargetInfo],
                 models.append(ToolModel(name=name, target="traces", declared_kind=ev.kind,
                                         kind_source="spans' tool.kind" if ev.kind else "", from_traces_only=True))
     surface = sorted({m.name for m in models})
+    cached = {m.name for m in models if m.reads_cache}
     audits = []
     for model in models:
         kind, basis_text, _basis = decide_kind(model)
@@ -124,6 +137,11 @@ def run_audit(models: Sequence[ToolModel], targets: Sequence[TargetInfo],
             traced = traces.answers_from(seen, evidence.scopes_declared, bulk=bulk)
             per_check = {name: traces.merge(per_check[name], traced[name], traces_only=model.from_traces_only)
                          for name in CHECKS}
+        through = [model.verify_tool] if model.verify_tool else []
+        through += seen.verified_through if seen is not None else []
+        via_cache = verified_through_cache(model, kind, through, cached)
+        if via_cache is not None:
+            per_check[READBACK_VERIFIED] = via_cache
         lint_findings = [] if model.from_traces_only else lint(model, kind, surface)
         audits.append(ToolAudit(
             tool=model,

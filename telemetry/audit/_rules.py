@@ -1,6 +1,6 @@
 """Every finding code, its rule name, default severity and the failure it prevents: one table.
 
-The six checks' noes (``AUD1xx``) and the schema lint (``SCH2xx``) share it, and so do the SARIF
+The seven checks' noes (``AUD1xx``) and the schema lint (``SCH2xx``) share it, and so do the SARIF
 rules and ``docs/audit.md``.
 """
 
@@ -27,6 +27,8 @@ RULES: Final[dict[str, tuple[str, str, str]]] = {
     "AUD104": (_no(m.PREVIEWABLE), WARNING, "a bulk or destructive write runs before anyone saw what it would touch"),
     "AUD105": (_no(m.READBACK_VERIFIED), WARNING, "a write that did not persist as sent still reports success"),
     "AUD106": (_no(m.SEMANTICALLY_OBSERVABLE), WARNING, "a 200 that did the wrong thing looks like every other 200"),
+    "AUD107": (_no(m.ACTIONABLE_ERRORS), WARNING, "a model that cannot tell which failure it met retries blindly, "
+               "storms a rate limit, or reads a stack trace"),
     "SCH207": ("send-without-policy-version", CRITICAL, "a message drafted against a superseded policy is sent"),
     "SCH200": ("guard-bypass", CRITICAL, "a refused model finds the switch that turns the guard off"),
     "SCH201": ("unbounded-number", WARNING, "a model sends limit=10000 or a negative amount"),

@@ -1,4 +1,4 @@
-"""The table a person reads: a row per tool with the six answers, then each tool's noes and findings.
+"""The table a person reads: a row per tool with the seven answers, then each tool's noes and findings.
 
 Names and descriptions can come from a server nobody trusts, so every piece of text is passed
 through :func:`clean` before it reaches the terminal: control characters (escape sequences
@@ -16,7 +16,7 @@ from ._report import AuditReport
 __all__ = ["CELL", "HEADERS", "clean", "render"]
 
 HEADERS: Final = CHECKS
-"""The six columns are the checks' own names (conventions' ``AUDIT_*``), as in the JSON and SARIF."""
+"""The seven columns are the checks' own names (conventions' ``AUDIT_*``), as in the JSON and SARIF."""
 CELL: Final = {YES: "yes", NO: "NO", NOT_APPLICABLE: "n/a"}
 _UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2066-\u2069\ufeff]")
 _SEVERITY_ORDER: Final = {CRITICAL: 0, WARNING: 1, INFO: 2}

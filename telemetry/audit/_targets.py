@@ -20,10 +20,21 @@ import inspect
 import re
 import sys
 from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
 from typing import Any
 
+from .. import guards as _guards_package
 from ..exceptions import AuditTargetError
-from ..guards import Delegations, IdempotencyKeys, Objectives, Planner, ScopedTools, StateStore, ToolRegistry
+from ..guards import (
+    Delegations,
+    IdempotencyKeys,
+    Objectives,
+    Planner,
+    ScopedTools,
+    StateStore,
+    ToolRegistry,
+    reads_cache_of,
+)
 from ..guards._idempotency import KEY_PARAMETER_ATTRIBUTE
 from ..instrument import SPEC_ATTRIBUTE, ToolSpec
 from . import _mcp_listing as mcp_listing
@@ -41,6 +52,8 @@ AGENT_TOOLS: dict[type, tuple[str, ...]] = {
 """The tools each guards object offers an agent (``force_write_state`` is an operator's tool)."""
 
 _READBACK_IN_BODY = ".set_readback("
+_ENVELOPE_IN_BODY = re.compile(r"\b(?:refusal|busy_refusal|envelope_result)\(")
+_GUARDS_DIR = str(Path(_guards_package.__file__).parent)
 _SELF_CALL = re.compile(r"\bself\.(\w+)\(")
 
 
@@ -199,6 +212,30 @@ def _sets_readback_in_body(func: Any) -> bool:
     return False
 
 
+def _error_envelope(func: Any, spec: ToolSpec | None) -> str | None:
+    """What declares ``func``'s error results a model can act on, or None (see ``actionable_errors``)."""
+    if spec is not None and (spec.outcomes or spec.exceptions):
+        declared = sorted(spec.outcomes | frozenset(spec.exceptions.values()))
+        return f"declares its outcome codes ({', '.join(declared[:5])}{' ...' if len(declared) > 5 else ''})"
+    chain: list[Any] = []
+    current = getattr(func, "__func__", func)
+    while current is not None and len(chain) < 16:
+        chain.append(current)
+        current = getattr(current, "__wrapped__", None)
+    for link in chain:
+        code = getattr(getattr(link, "__func__", link), "__code__", None)
+        if code is not None and code.co_filename.startswith(_GUARDS_DIR):
+            return ("a guard: its refusals are telemetry.guards.refusal envelopes (a code from the outcome "
+                    "vocabulary, retry advice, a message, the context to redo the call)")
+    try:
+        body = inspect.getsource(chain[-1]) if chain else ""
+    except (OSError, TypeError):
+        body = ""
+    if _ENVELOPE_IN_BODY.search(body):
+        return "its body returns refusal envelopes (a code, retry advice, a message)"
+    return None
+
+
 def from_callable(
     func: Callable[..., Any],
     target: str,
@@ -223,6 +260,8 @@ def from_callable(
         idempotency_key=getattr(func, KEY_PARAMETER_ATTRIBUTE, None),
         source=_source(func),
         notes=notes,
+        error_envelope=_error_envelope(func, spec),
+        reads_cache=reads_cache_of(func),
     )
     if spec is not None:
         model.declared_kind, model.kind_source = spec.kind, f"@instrument_tool(kind={spec.kind!r})"
@@ -262,6 +301,8 @@ def _mcp_server_tools(obj: Any, target: str) -> list[ToolModel] | None:
                 model.read_only, model.destructive, model.idempotent = wired.read_only, wired.destructive, wired.idempotent
             if model.readback is None:
                 model.readback, model.readback_evidence = wired.readback, wired.readback_evidence
+            model.reads_cache = model.reads_cache or wired.reads_cache
+            model.verify_tool = wired.verify_tool
             model.scopes = wired.scopes
             models.append(model)
         return models

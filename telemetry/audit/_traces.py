@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import fnmatch
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -29,6 +29,7 @@ from ._rules import no as answer_no
 from ._rules import yes as answer_yes
 
 __all__ = [
+    "EXCEPTION_PATTERN",
     "ToolTraces",
     "TraceEvidence",
     "answers_from",
@@ -53,6 +54,33 @@ SELECT tool_name,
 FROM spans WHERE tool_name IS NOT NULL
 GROUP BY tool_name ORDER BY tool_name
 """
+_ERRORS = """
+WITH judged AS (
+    SELECT tool_name, outcome,
+           attribute_values[list_position(attribute_keys, $retry)] IS NOT NULL AS ours,
+           attribute_values[list_position(attribute_keys, $code)] AS code,
+           attribute_values[list_position(attribute_keys, $after)] AS after,
+           coalesce(lower(attribute_values[list_position(attribute_keys, $leaked)]) IN ('true', '1'), false) AS leaked,
+           attribute_values[list_position(attribute_keys, $verify)] AS verify,
+           coalesce(span_format, '') NOT IN ('', $ours_format) AND outcome IS NOT NULL AND outcome <> $ok
+               AND transport = $ok AS peer_error,
+           attribute_values AS values_
+    FROM spans WHERE tool_name IS NOT NULL
+)
+SELECT tool_name,
+       count(*) FILTER (WHERE ours OR peer_error) AS error_results,
+       count(*) FILTER (WHERE (ours AND code IS NULL) OR (peer_error AND outcome IN ($error, $tool_error))) AS uncoded,
+       count(*) FILTER (WHERE ours AND outcome = $rate_limited AND after IS NULL) AS bare_rate_limits,
+       count(*) FILTER (WHERE (ours AND leaked) OR (peer_error AND list_bool_or(list_transform(values_,
+                        lambda v: regexp_matches(left(coalesce(v, ''), 4096), $exception_pattern))))) AS exception_texts,
+       list_sort(list_distinct(list(verify) FILTER (WHERE verify IS NOT NULL))) AS verified_through
+FROM judged GROUP BY tool_name
+"""
+EXCEPTION_PATTERN = (r'Traceback \(most recent call last\)|File "[^"]{1,300}", line [0-9]+'
+                      r"|\b[A-Z][A-Za-z0-9_]*(Error|Exception)(:|\()"
+                      r"|\b[a-z_][a-z0-9_]*(\.[a-z_][a-z0-9_]*)+\.[A-Z][A-Za-z0-9_]*:"
+                      r"|\bat [A-Za-z0-9_$.]+\([A-Za-z0-9_$]+\.(java|kt|cs|js|ts):[0-9]+\)")
+"""Exception text in a recorded result (the SQL form of ``telemetry.envelopes.exception_text``)."""
 _BY_AGENT = """
 SELECT tool_name, agent_id, count(*) AS calls FROM spans
 WHERE tool_name IS NOT NULL AND agent_id IS NOT NULL GROUP BY ALL ORDER BY tool_name, agent_id
@@ -81,6 +109,14 @@ class ToolTraces:
     agents: dict[str, int] = field(default_factory=dict)
     violations: dict[str, int] = field(default_factory=dict)
     """Agents that called it outside their declared scope, with how often."""
+    error_results: int = 0
+    """Results that reported a failure (ours: carrying ``tool.error.retry``; peers: a failed result)."""
+    uncoded_errors: int = 0
+    bare_rate_limits: int = 0
+    """``rate_limited`` results that gave no retry-after."""
+    exception_texts: int = 0
+    verified_through: list[str] = field(default_factory=list)
+    """The read tools its results asked the caller to verify through (``tool.verification.tool``)."""
 
 
 @dataclass
@@ -145,6 +181,14 @@ def collect(paths: Sequence[str], scopes: Mapping[str, Sequence[str]] | None = N
         for row in forensics.run("unpersisted_writes"):
             if row["tool_name"] in tools:
                 tools[row["tool_name"]].unpersisted += 1
+        errors = {"retry": c.TOOL_ERROR_RETRY, "code": c.TOOL_ERROR_CODE, "after": c.TOOL_ERROR_RETRY_AFTER_SECONDS,
+                  "leaked": c.TOOL_ERROR_EXCEPTION_TEXT, "verify": c.TOOL_VERIFICATION_TOOL, "ours_format": c.FORMAT_OURS,
+                  "ok": c.OUTCOME_OK, "error": c.OUTCOME_ERROR, "tool_error": c.OUTCOME_TOOL_ERROR,
+                  "rate_limited": c.OUTCOME_RATE_LIMITED, "exception_pattern": EXCEPTION_PATTERN}
+        for tool, results, uncoded, bare, leaked, through in con.execute(_ERRORS, errors).fetchall():
+            entry = tools[tool]
+            entry.error_results, entry.uncoded_errors, entry.bare_rate_limits = results, uncoded, bare
+            entry.exception_texts, entry.verified_through = leaked, list(through or [])
         for tool, agent, calls in con.execute(_BY_AGENT).fetchall():
             entry = tools[tool]
             entry.agents[agent] = calls
@@ -213,12 +257,36 @@ def answers_from(ev: ToolTraces, scopes_declared: bool, *, bulk: str | None) -> 
                                      f"they were built on")
         elif ev.planned:
             out[m.VERSION_BOUND] = yes(m.VERSION_BOUND, f"traces: {ev.planned} call(s) committed a plan bound to versions")
+    out[m.ACTIONABLE_ERRORS] = _actionable(ev, no, yes)
     if writes and ev.planned:
         out[m.PREVIEWABLE] = yes(m.PREVIEWABLE, f"traces: {ev.planned} call(s) ran a plan")
     elif writes and bulk is not None:
         out[m.PREVIEWABLE] = no(m.PREVIEWABLE, "AUD104", f"traces: no call ran a plan, and {bulk}",
                               "split it into a plan and commit_plan(plan_id) (telemetry.guards.Planner)")
     return out
+
+
+def _actionable(ev: ToolTraces, no: Callable[..., tuple[m.Answer, list[m.Finding]]],
+                yes: Callable[..., tuple[m.Answer, list[m.Finding]]]) -> tuple[m.Answer, list[m.Finding]] | None:
+    """What the error results in the traces say: a code each, a retry-after on each rate limit, no
+    exception text (None: no error result was seen)."""
+    if not ev.error_results:
+        return None
+    problems, fixes = [], []
+    if ev.exception_texts:
+        problems.append(f"{ev.exception_texts} error result(s) handed the model exception text or a stack trace")
+        fixes.append("catch the exception and return a refusal envelope with a code; log the trace, never return it")
+    if ev.uncoded_errors:
+        problems.append(f"{_share(ev.uncoded_errors, ev.error_results)} error results named no code")
+        fixes.append("give every failure a code the model can branch on (refusal(code, ...), outcomes=[...])")
+    if ev.bare_rate_limits:
+        problems.append(f"{ev.bare_rate_limits} rate limit(s) gave no retry-after")
+        fixes.append("say how long to wait: refusal('rate_limited', ..., retry=True, retry_after_seconds=...)")
+    if problems:
+        severity = m.CRITICAL if ev.exception_texts else None
+        return no(m.ACTIONABLE_ERRORS, "AUD107", "traces: " + "; ".join(problems), "; ".join(fixes), severity)
+    return yes(m.ACTIONABLE_ERRORS, f"traces: each of {ev.error_results} error result(s) named a code, and every rate "
+               f"limit a retry-after")
 
 
 def merge(static: tuple[m.Answer, list[m.Finding]], traced: tuple[m.Answer, list[m.Finding]] | None,

@@ -2,7 +2,8 @@
 
 Each is the "before" of a guarded primitive: an unversioned get/set, a free-text hand-off, a
 send with no policy version, a bulk reprice with no plan, a charge with no idempotency key, and
-a profile update whose read-back goes through a cache. They do what they are asked and answer
+a profile update whose read-back goes through a cache, a rate-limited lookup whose 429 gives no
+wait and leaks the client's exception text. They do what they are asked and answer
 ok; the decorator records what forensics needs to find the failure afterwards (the versions the
 store really had, the constraint ids that survived a hand-off, the request id's hash), because
 instrumentation can see what the tool's signature cannot express.
@@ -12,10 +13,11 @@ from __future__ import annotations
 
 import json
 import secrets
+import time
 from typing import Any
 
 from .. import conventions as c
-from ..guards import ABSENT_VERSION, Delegations, IdempotencyKeys, Store, refusal
+from ..guards import ABSENT_VERSION, Delegations, IdempotencyKeys, Store, refusal, success
 from ..instrument import Call, current_call, instrument_tool
 
 _DDL = """
@@ -202,8 +204,60 @@ class ProfileService:
 
     @instrument_tool(name="get_profile", kind=c.KIND_READ)
     def get_profile(self, user: str) -> dict[str, Any]:
-        """Read a profile from the database."""
+        """Read a profile from the database; ``not_found`` for a user without one."""
         key = f"profile/{user}"
         row = self._db(key)
         current_call().set_attributes({c.STATE_KEY: key, c.STATE_VERSION_READ: row[1] if row else ABSENT_VERSION})
-        return {"ok": True, "email": row[0] if row else None}
+        if row is None:
+            return refusal(c.OUTCOME_NOT_FOUND, f"no profile for user {user!r}: check the user id (nothing to read).",
+                           retry=False)
+        return {"ok": True, "email": row[0]}
+
+
+class RatesService:
+    """A carrier's shipping-rate API behind a rate limit, with its legacy and its guarded tool.
+
+    The limit is tripped by :meth:`trip` (another tenant used the quota up); while it holds, every
+    call is refused and restarts the cool-down, as many APIs punish a caller that does not wait.
+    The legacy tool passes the carrier's 429 through with the client library's exception text and
+    no wait; the guarded one answers ``rate_limited`` with ``retry_after_seconds``.
+    """
+
+    def __init__(self, cooldown_seconds: float = 0.05) -> None:
+        self.cooldown_seconds = cooldown_seconds
+        self.blocked_until = 0.0
+        self.upstream_calls = 0
+
+    def trip(self) -> None:
+        self.blocked_until = time.monotonic() + self.cooldown_seconds
+
+    def _limited(self) -> bool:
+        """One call to the carrier: True when it was refused (and the cool-down restarted)."""
+        self.upstream_calls += 1
+        now = time.monotonic()
+        if now < self.blocked_until:
+            self.blocked_until = now + self.cooldown_seconds
+            return True
+        return False
+
+    @staticmethod
+    def _rates(sku: str) -> dict[str, int]:
+        return {"ground": 700 + len(sku), "express": 1900 + len(sku)}
+
+    @instrument_tool(name="legacy_fetch_rates", kind=c.KIND_READ)
+    def legacy_fetch_rates(self, sku: str) -> dict[str, Any]:
+        """Shipping rates for a SKU, as the carrier's client returns them."""
+        if self._limited():
+            return {"status_code": 429, "message": "carrier.RateLimitError: 429 Too Many Requests"}
+        return {"sku": sku, "rates_cents": self._rates(sku)}
+
+    @instrument_tool(name="fetch_rates", kind=c.KIND_READ)
+    def fetch_rates(self, sku: str) -> dict[str, Any]:
+        """Shipping rates for a SKU; a rate limit is ``rate_limited`` with the wait before a retry."""
+        if self._limited():
+            return refusal(
+                c.OUTCOME_RATE_LIMITED,
+                f"The carrier's rate limit is in effect. Wait {self.cooldown_seconds:g} s, then call fetch_rates "
+                f"again; a call before then restarts the wait.",
+                retry=True, retry_after_seconds=self.cooldown_seconds)
+        return success(sku=sku, rates_cents=self._rates(sku))

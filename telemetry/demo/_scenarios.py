@@ -1,4 +1,4 @@
-"""The six failure stories, each a deterministic script, each runnable guarded or legacy.
+"""The failure stories, each a deterministic script, each runnable guarded or legacy.
 
 A scenario takes the world, the mode, a seeded random generator and the run id, drives scripted
 agents through real tool calls, and returns the :class:`Incident`: what happened, what each agent
@@ -9,6 +9,7 @@ time and the agent recovers (re-read, redo, retry); legacy, it goes through "gre
 from __future__ import annotations
 
 import random
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -262,6 +263,39 @@ def stale_cache_readback(w: World, mode: str, rng: random.Random, run: str) -> I
     return inc
 
 
+# --- 7. a rate-limit retry storm ----------------------------------------------------------------------
+
+
+def retry_storm(w: World, mode: str, rng: random.Random, run: str) -> Incident:
+    sku = f"SKU-{rng.randrange(1000, 9999)}"
+    inc = Incident("retry_storm", mode, run, "the carrier's rate limit trips, and the pricing agent asks again at once")
+    w.rates.trip()  # set-up: another tenant used the quota up
+    before = w.rates.upstream_calls
+    with agent("pricer", run):
+        if mode == LEGACY:
+            result, calls = w.rates.legacy_fetch_rates(sku), 1
+            while "rates_cents" not in result and calls < STORM_CALLS:  # no code, no wait: it asks again at once
+                result, calls = w.rates.legacy_fetch_rates(sku), calls + 1
+            inc.steps.append(f"a 429 with no wait and the client's exception text; the agent asked {calls} times "
+                             f"at once, each call restarting the cool-down")
+            inc.expect(c.QUESTION_RETRY_TAX, run_id=run, tool_name="legacy_fetch_rates", agent_id="pricer",
+                       retries=calls - 1, verdict=c.VERDICT_HAPPENED)
+        else:
+            result = w.rates.fetch_rates(sku)
+            _told(inc, "pricer", result)
+            time.sleep(result[c.ENVELOPE_RETRY_AFTER_SECONDS])  # the refusal said how long to wait
+            result = w.rates.fetch_rates(sku)
+            inc.steps.append(f"rate_limited with retry_after_seconds; the agent waited and asked once more: "
+                             f"ok={result.get('ok')}")
+    inc.facts["upstream_calls"] = w.rates.upstream_calls - before
+    inc.facts["served"] = "rates_cents" in result
+    return inc
+
+
+STORM_CALLS = 8
+"""How often the legacy agent asks before it gives up."""
+
+
 SCENARIOS: dict[str, Scenario] = {
     "split_brain": split_brain,
     "goal_drift": goal_drift,
@@ -269,5 +303,6 @@ SCENARIOS: dict[str, Scenario] = {
     "wrong_collection": wrong_collection,
     "retry_after_timeout": retry_after_timeout,
     "stale_cache_readback": stale_cache_readback,
+    "retry_storm": retry_storm,
 }
 """Scenario name to script, in the order the demo runs them."""

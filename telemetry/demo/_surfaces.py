@@ -20,13 +20,14 @@ __all__ = ["audit_summary", "guarded_tools", "legacy_tools"]
 def guarded_tools(world: World) -> list[Any]:
     """The guarded primitives an agent of the crew calls (guards objects and guarded functions)."""
     return [world.state, world.planner, world.delegations, world.objectives, world.send_customer_message,
-            world.charge_card, world.profiles.update_email, world.profiles.get_profile]
+            world.charge_card, world.profiles.update_email, world.profiles.get_profile, world.rates.fetch_rates]
 
 
 def legacy_tools(world: World) -> list[Any]:
     """The legacy counterparts: unversioned get/set, free-text hand-off, unguarded send and charge ..."""
     return [world.kv.get, world.kv.set, world.legacy_delegation.delegate, world.legacy_messaging.send_customer_message,
-            world.legacy_payments.charge_card, world.profiles.legacy_update_email, world.reprice_collection]
+            world.legacy_payments.charge_card, world.profiles.legacy_update_email, world.reprice_collection,
+            world.rates.legacy_fetch_rates]
 
 
 def audit_summary() -> str:

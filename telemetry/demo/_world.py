@@ -30,7 +30,7 @@ from ..guards import (
 )
 from ..guards._state import current_row, put
 from ..instrument import instrument_tool
-from ._legacy import LegacyDelegation, LegacyKV, LegacyMessaging, LegacyPayments, ProfileService
+from ._legacy import LegacyDelegation, LegacyKV, LegacyMessaging, LegacyPayments, ProfileService, RatesService
 
 __all__ = ["CATALOG", "Catalog", "REFUND_POLICY", "World", "discounted"]
 
@@ -82,6 +82,7 @@ class World:
         self.legacy_messaging = LegacyMessaging(self.store, REFUND_POLICY)
         self.legacy_payments = LegacyPayments(self.store)
         self.profiles = ProfileService(self.store)
+        self.rates = RatesService()
         self.catalog = _seed_catalog(self.state, rng, catalog_size)
         self.outbox: list[dict[str, Any]] = []
         self.charges: dict[str, int] = {}

@@ -7,11 +7,14 @@ sits below both: it imports only :mod:`telemetry.conventions` and :mod:`telemetr
 
 - :func:`result_class` judges a value: the team's shapes (:func:`register_result_shape`) first,
   then the built-in rules (docs/envelopes.md lists them).
+- :func:`error_facts` reads what an error result offers the model: a code, retry advice, a
+  recovery path, and whether it leaked exception text.
 - :func:`read_recorded` judges the text a tracer recorded for a result, unwrapping the frameworks'
   message wrappers first.
 """
 
 from ._classify import Report, registered_result_class, result_class
+from ._errors import ErrorFacts, error_facts, exception_text
 from ._recorded import (
     RECORDED_ABSENT,
     RECORDED_JUDGED,
@@ -26,6 +29,7 @@ from ._shapes import ShapeClassifier, register_result_shape
 
 __all__ = [
     "OK",
+    "ErrorFacts",
     "RECORDED_ABSENT",
     "RECORDED_JUDGED",
     "RECORDED_TEXT",
@@ -35,6 +39,8 @@ __all__ = [
     "ResultClass",
     "ShapeClassifier",
     "builtin_result_class",
+    "error_facts",
+    "exception_text",
     "read_recorded",
     "register_result_shape",
     "registered_result_class",

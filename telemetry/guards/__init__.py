@@ -16,6 +16,7 @@ from ._postgres import PostgresStore
 from ._sqlite import SQLiteStore
 from ._state import ABSENT_VERSION, DEFAULT_CHANGE_RETENTION, JSONValue, StateStore
 from ._store import Store, StoreBusy, StoreDisconnected, StoreUnavailable, open_store
+from ._verify import reads_cache, reads_cache_of, verification_required
 
 __all__ = [
     "ABSENT_VERSION",
@@ -43,8 +44,11 @@ __all__ = [
     "carried_ids",
     "guarded_send",
     "open_store",
+    "reads_cache",
+    "reads_cache_of",
     "record_handoff",
     "refusal",
     "refuse_when_busy",
     "success",
+    "verification_required",
 ]

@@ -4,7 +4,8 @@
 where CODE is an outcome code from ``telemetry.conventions``, ``message`` says what happened and
 what to do next, ``retry`` says whether redoing the call (after doing what the message says) can
 succeed, and the context carries what the caller needs to redo the work (the current value and
-version, the current policy, the missing constraint ids, ...). The decorator's classifier reads
+version, the current policy, the missing constraint ids, ...; ``recovery_tool`` names another tool
+to call, ``existing_id`` the object that already exists). The decorator's classifier reads
 ``ok``/``error`` from it, so the refusal lands on the span and in the counters by itself.
 """
 

@@ -18,6 +18,7 @@ from opentelemetry import trace
 from opentelemetry.trace import Status, StatusCode
 
 from .. import conventions as c
+from ..envelopes import error_facts
 from ..runtime import _containment as _safe
 from ._call import Call, _current
 from ._classify import OK, error_type_of, readback_value
@@ -271,6 +272,8 @@ def _finish(call: Call, runtime: Runtime, exc: BaseException | None, result: Any
             interrupted.keep(stop)
             transport, outcome, status_code = OK
         told = outcome != c.OUTCOME_OK  # ResultClass.reported_failure
+        if told and call.span is not None:  # an error result: what it offers the model (a success pays nothing)
+            interrupted = _record_error_facts(call, result, outcome, interrupted)
         if call.outcome is not None:
             outcome = _outcome_text("the outcome set inside", call, call.outcome) or outcome
         if spec.outcome is not None:
@@ -326,6 +329,30 @@ def _finish(call: Call, runtime: Runtime, exc: BaseException | None, result: Any
         _count(runtime, spec, call, transport, readback, outcome, elapsed, silent)
     except Exception as failure:
         _safe.report(c.STAGE_METRICS, "counting a tool call", failure)
+    return interrupted
+
+
+def _record_error_facts(call: Call, result: Any, outcome: str, interrupted: _Interrupted | None) -> _Interrupted | None:
+    """Put what an error result offers the model on the call's span: its code, the retry advice,
+    the recovery path, exception text (``telemetry.envelopes.error_facts``; no content is kept)."""
+    try:
+        facts = error_facts(result, outcome)
+    except Exception as failure:  # a result whose properties raise: recorded without the facts
+        _safe.report(c.STAGE_CLASSIFIER, f"reading the error result of {call.spec.name}", failure)
+        return interrupted
+    except BaseException as stop:
+        interrupted = interrupted or _Interrupted()
+        interrupted.keep(stop)
+        return interrupted
+    attributes = call.attributes
+    if facts.code is not None:
+        attributes[c.TOOL_ERROR_CODE] = facts.code
+    attributes[c.TOOL_ERROR_RETRY] = facts.retry
+    if facts.retry_after_seconds is not None:
+        attributes[c.TOOL_ERROR_RETRY_AFTER_SECONDS] = facts.retry_after_seconds
+    attributes[c.TOOL_ERROR_RECOVERY] = facts.recovery
+    if facts.exception_text:
+        attributes[c.TOOL_ERROR_EXCEPTION_TEXT] = True
     return interrupted
 
 

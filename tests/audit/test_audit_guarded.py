@@ -48,9 +48,9 @@ def test_guarded_surface_answers_yes_except_the_named_real_noes(world: World) ->
     assert _noes(report) == {(n, SCOPED) for n in names} | REAL_NOES
     by_name = {t.tool.name: t for t in report.tools}
     write = by_name["write_state"].answers
-    assert [write[c].verdict for c in CHECKS[1:]] == [YES, YES, NOT_APPLICABLE, YES, YES]
+    assert [write[c].verdict for c in CHECKS[1:]] == [YES, YES, NOT_APPLICABLE, YES, YES, YES]
     commit = by_name["commit_plan"].answers
-    assert [commit[c].verdict for c in CHECKS[1:]] == [YES, YES, YES, YES, YES]
+    assert [commit[c].verdict for c in CHECKS[1:]] == [YES, YES, YES, YES, YES, YES]
     assert "IdempotencyKeys deduplicates on 'request_id'" in by_name["charge_card"].answers[IDEMPOTENT].evidence
     assert by_name["read_state"].kind_basis == "declared by @instrument_tool(kind='read')"
     critical = [(t.tool.name, f.code) for t, f in report.findings() if f.severity == "critical"]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from telemetry.audit import NO, audit_tools
 from telemetry.audit._model import (
+    ACTIONABLE_ERRORS,
     CHECKS,
     IDEMPOTENT,
     PREVIEWABLE,
@@ -19,14 +20,16 @@ import audit_support  # noqa: F401  (skips without the extra, fails in CI)
 from audit_support import world  # noqa: F401  (fixture)
 
 EXPECTED_NOES = {
-    "legacy_get": set(),
-    "legacy_set": {IDEMPOTENT, VERSION_BOUND},
-    "legacy_delegate": {IDEMPOTENT, READBACK_VERIFIED},
-    "legacy_send_customer_message": {IDEMPOTENT, VERSION_BOUND, READBACK_VERIFIED},
-    "legacy_charge_card": {IDEMPOTENT, READBACK_VERIFIED},
-    "legacy_update_email": {IDEMPOTENT, VERSION_BOUND},
-    "legacy_reprice_collection": {IDEMPOTENT, VERSION_BOUND, PREVIEWABLE, READBACK_VERIFIED},
+    "legacy_get": {ACTIONABLE_ERRORS},
+    "legacy_set": {IDEMPOTENT, VERSION_BOUND, ACTIONABLE_ERRORS},
+    "legacy_delegate": {IDEMPOTENT, READBACK_VERIFIED, ACTIONABLE_ERRORS},
+    "legacy_send_customer_message": {IDEMPOTENT, VERSION_BOUND, READBACK_VERIFIED, ACTIONABLE_ERRORS},
+    "legacy_charge_card": {IDEMPOTENT, READBACK_VERIFIED, ACTIONABLE_ERRORS},
+    "legacy_update_email": {IDEMPOTENT, VERSION_BOUND, ACTIONABLE_ERRORS},
+    "legacy_reprice_collection": {IDEMPOTENT, VERSION_BOUND, PREVIEWABLE, READBACK_VERIFIED, ACTIONABLE_ERRORS},
+    "legacy_fetch_rates": {ACTIONABLE_ERRORS},
 }
+"""Every legacy tool also says nothing of its errors (actionable_errors): none returns a refusal envelope."""
 
 
 def test_each_legacy_tool_gets_its_noes(world: World) -> None:

@@ -93,7 +93,7 @@ def test_demo_ends_with_the_audit_summary(tmp_path: Path, capsys: pytest.Capture
 
     demo_main(["--scenario", "retry_after_timeout", "--no-alerts", "--out", str(tmp_path)])
     last = capsys.readouterr().out.rstrip().splitlines()[-1]
-    assert last.startswith("audit: guarded 14 tools, 32/52 yes, 1 critical; legacy 7 tools, 9/31 yes, 5 critical")
+    assert last.startswith("audit: guarded 15 tools, 48/69 yes, 1 critical; legacy 8 tools, 10/41 yes, 5 critical")
 
 
 HERE = Path(__file__).resolve().parent.parent

@@ -206,7 +206,7 @@ def test_report_counts_every_question_and_points_to_the_detail_command(traces: F
                       "constraint_loss_by_hop": 3, "waivers_by_hop": 1, "readback_mismatches": 1,
                       "unpersisted_writes": 1, "stale_sends": 2, "stale_holders": 2, "idempotency_conflicts": 4,
                       "plan_violations": 4, "contention": 3, "guard_refusals": 12,
-                      "masked_failures": 0, "repeated_executions": 0}
+                      "masked_failures": 0, "repeated_executions": 0, "retry_tax": 0}
     assert report.findings == sum(counts.values()) - counts["waivers_by_hop"] - counts["guard_refusals"]
     assert report.records == counts["waivers_by_hop"] + counts["guard_refusals"]
     # each section's columns come from the question's run; they are the columns its SQL binds to
