@@ -629,3 +629,12 @@ MCP_META_AGENT_ID: Final = "outcome-telemetry/agent_id"
 """The calling agent, in a request's ``_meta``: ``gen_ai.agent.id`` on the server's span."""
 MCP_META_CONVERSATION_ID: Final = "outcome-telemetry/conversation_id"
 """The calling run, in a request's ``_meta``: ``gen_ai.conversation.id`` on the server's span."""
+
+# --- Forensics verdicts: what a row's evidence shows became of the harm it describes -----------
+VERDICT_HAPPENED: Final = "happened"
+"""The write, send, delegation or repeat was accepted: the harm is done."""
+VERDICT_PREVENTED: Final = "prevented"
+"""A guard refused, rolled back, deduplicated or expired it: the harm was stopped."""
+VERDICT_UNKNOWN: Final = "unknown"
+"""The evidence cannot tell which (the row's ``verdict_basis`` says why)."""
+VERDICTS: Final = (VERDICT_HAPPENED, VERDICT_PREVENTED, VERDICT_UNKNOWN)
