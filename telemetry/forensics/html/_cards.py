@@ -19,6 +19,11 @@ from .._verdicts import row_severity
 from ._markup import TRACE_ID_COLUMNS, TraceLinks, command, esc, text_of
 from ._stories import TITLES, story
 
+__all__ = [
+    "Card", "DO_FIRST", "MAX_CARDS", "VERDICT_LABEL", "card_html", "cards_of", "do_first",
+    "do_first_html", "severity_rank", "verdict_of",
+]
+
 MAX_CARDS = 25
 """Cards per question (the worst first); the page says how many more rows there are and the command for all."""
 MAX_LIST_ITEMS = 20

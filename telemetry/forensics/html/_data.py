@@ -20,6 +20,11 @@ import duckdb
 from ... import conventions as c
 from .._evidence import rows
 
+__all__ = [
+    "Chain", "MAX_CHAINS", "MAX_EVENTS_PER_KEY", "MAX_KEYS", "MAX_PER_HOP", "MAX_TASKS",
+    "MAX_TOOLS", "chain", "chain_keys", "key_events", "tool_breakdown",
+]
+
 MAX_CHAINS = 20
 """Chains drawn (those with a lost constraint first)."""
 MAX_TASKS = 40

@@ -19,6 +19,8 @@ from ._data import Chain
 from ._layout import LINE, Label, clip, fitted, shown, stagger, text_width
 from ._markup import esc, text_of
 
+__all__ = ["Picture", "bars_picture", "chain_picture", "loss_sentence", "timeline_picture"]
+
 FONT, SMALL = 11.0, 10.0
 _ACCEPTED = frozenset({c.OUTCOME_OK, c.OUTCOME_FORCED})
 

@@ -22,6 +22,8 @@ if TYPE_CHECKING:
     from .._loading import LoadReport
     from .._questions import Question
 
+__all__ = ["caveats", "evidence_section", "formats_section", "plural", "raw", "sentences"]
+
 RAW_ITEMS = 20
 """List items shown per list in the raw figures (the count is always given)."""
 _RAW_DEPTH = 4

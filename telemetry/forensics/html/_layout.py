@@ -18,6 +18,8 @@ from typing import Any
 
 from ._markup import esc, plain
 
+__all__ = ["Label", "clip", "first_overlap", "fitted", "overlaps", "shown", "stagger", "text_width"]
+
 CHAR_EM = 0.62
 """Advance of one narrow character, in em (DejaVu Sans Mono and Liberation Mono are 0.60)."""
 WIDE = 2.1

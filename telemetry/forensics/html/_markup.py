@@ -20,6 +20,8 @@ from urllib.parse import quote, urlsplit
 from ...exceptions import ForensicsInputError
 from .._evidence import printable
 
+__all__ = ["TRACE_ID_COLUMNS", "TraceLinks", "command", "esc", "plain", "text_of", "validate_trace_url"]
+
 PLACEHOLDER = "{trace_id}"
 TRACE_ID_COLUMNS = frozenset({"trace_id", "example_trace_ids"})
 """Row columns holding trace ids: shown as links when the page has a ``--trace-url``."""

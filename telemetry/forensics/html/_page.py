@@ -26,6 +26,8 @@ from ._style import CSS
 if TYPE_CHECKING:
     from .._api import Forensics
 
+__all__ = ["render_html"]
+
 _KEY_QUESTIONS = ("lost_updates", "divergent_reads", "unpersisted_writes", "readback_mismatches")
 _SPAN_COLUMNS = ("span_id", "write_span_id", "earlier_span_id", "read_span_id")
 _NAV = (("do-first", "do first"), ("evidence", "evidence"), ("findings", "findings"), ("records", "records"),

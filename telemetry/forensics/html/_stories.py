@@ -13,6 +13,8 @@ from typing import Any
 
 from ._layout import shown
 
+__all__ = ["STORIES", "Story", "TITLES", "story"]
+
 Row = Mapping[str, Any]
 
 TITLES: dict[str, str] = {

@@ -6,6 +6,8 @@ wrap anywhere instead of widening the page; pictures scale down whole (``max-wid
 The SVG labels' font is a monospace one whose advance :mod:`._layout` estimates.
 """
 
+__all__ = ["CSS"]
+
 CSS = """
 :root{color-scheme:light dark;--fg:#1b1f23;--muted:#57606a;--bg:#fff;--card:#f6f8fa;--line:#d0d7de;
 --crit:#b3261e;--warn:#8a5300;--rec:#3d5f8f;--ok:#1a6b2e;--note:#fff5d6;--note-line:#b36b00;--link:#0550ae;
