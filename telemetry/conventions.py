@@ -695,10 +695,13 @@ IDEMPOTENT_HOW: Final = (IDEMPOTENT_BY_READ, IDEMPOTENT_BY_KEY, IDEMPOTENT_BY_VE
                          IDEMPOTENT_NOT)
 """How a tool plan says a tool is idempotent (or that it is not)."""
 
-# --- per-row verdicts of the forensics questions ---------------------------------------------
+# --- Forensics verdicts: what a row's evidence shows became of the harm it describes -----------
 VERDICT_HAPPENED: Final = "happened"
+"""The write, send, delegation or repeat was accepted: the harm is done."""
 VERDICT_PREVENTED: Final = "prevented"
+"""A guard refused, rolled back, deduplicated or expired it: the harm was stopped."""
 VERDICT_UNKNOWN: Final = "unknown"
+"""The evidence cannot tell which (the row's ``verdict_basis`` says why)."""
 VERDICTS: Final = (VERDICT_HAPPENED, VERDICT_PREVENTED, VERDICT_UNKNOWN)
 COLUMN_VERDICT: Final = "verdict"
 COLUMN_VERDICT_BASIS: Final = "verdict_basis"

@@ -102,6 +102,8 @@ class Browser:
                 self.events.append(reply)
 
     def load(self, url: str) -> None:
+        """Navigate to ``url`` and wait for its load event; the events seen (errors, requests) start afresh."""
+        self.events = []
         self.call("Page.navigate", {"url": url}, session=True)
         deadline = time.monotonic() + self.timeout
         while not any(e["method"] == "Page.loadEventFired" for e in self.events):
@@ -113,6 +115,25 @@ class Browser:
 
     def screenshot(self) -> bytes:
         data = self.call("Page.captureScreenshot", {"format": "png"}, session=True)["data"]
+        return base64.b64decode(data)
+
+    def viewport(self, width: int, height: int = 900) -> None:
+        """Lay the page out ``width`` CSS pixels wide (a phone below 600: touch, no scrollbars)."""
+        self.call("Emulation.setDeviceMetricsOverride",
+                  {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": width < 600}, session=True)
+
+    def emulate(self, *, media: str = "", dark: bool = False) -> None:
+        """Emulate a media type (``print``; "" for the screen) and the dark colour-scheme preference."""
+        scheme = "dark" if dark else "light"
+        self.call("Emulation.setEmulatedMedia",
+                  {"media": media, "features": [{"name": "prefers-color-scheme", "value": scheme}]}, session=True)
+
+    def full_screenshot(self, max_height: int = 6000) -> bytes:
+        """The whole page (down to ``max_height`` pixels) as a PNG, at the current viewport's width."""
+        width, height = self.evaluate("[document.documentElement.clientWidth, document.documentElement.scrollHeight]")
+        clip = {"x": 0, "y": 0, "width": width, "height": min(height, max_height), "scale": 1}
+        data = self.call("Page.captureScreenshot", {"format": "png", "captureBeyondViewport": True, "clip": clip},
+                         session=True)["data"]
         return base64.b64decode(data)
 
     def errors(self) -> list[dict[str, Any]]:

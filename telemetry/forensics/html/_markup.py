@@ -8,24 +8,41 @@ template validated once.
 
 from __future__ import annotations
 
-import dataclasses
 import datetime as _dt
 import html
 import json
 import re
-from collections.abc import Mapping, Sequence
+import shlex
+from collections.abc import Sequence
 from typing import Any
 from urllib.parse import quote, urlsplit
 
 from ...exceptions import ForensicsInputError
+from .._evidence import printable
+
+__all__ = ["TRACE_ID_COLUMNS", "TraceLinks", "command", "esc", "plain", "text_of", "validate_trace_url"]
 
 PLACEHOLDER = "{trace_id}"
-_TRACE_ID_COLUMNS = frozenset({"trace_id", "example_trace_ids"})
+TRACE_ID_COLUMNS = frozenset({"trace_id", "example_trace_ids"})
+"""Row columns holding trace ids: shown as links when the page has a ``--trace-url``."""
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def plain(value: Any) -> str:
+    """``value``'s text (:func:`text_of`) with control characters, bidirectional overrides and
+    lone surrogates written out (``\\x1b``, ``\\u202e``): on the page they would reorder or hide
+    text, and a lone surrogate cannot even be written as UTF-8."""
+    return printable(_SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text_of(value)))
 
 
 def esc(value: Any) -> str:
-    """``value`` as HTML text, safe in element content and in quoted attribute values."""
-    return html.escape(text_of(value), quote=True)
+    """``value`` as HTML text (:func:`plain`), safe in element content and in quoted attribute values."""
+    return html.escape(plain(value), quote=True)
+
+
+def command(words: Sequence[str]) -> str:
+    """A shell command line of ``words``, each quoted as the shell needs (escape it for the page)."""
+    return " ".join(shlex.quote(plain(w)) for w in words)
 
 
 def text_of(value: Any) -> str:
@@ -52,7 +69,7 @@ class TraceLinks:
 
     def link(self, trace_id: Any) -> str:
         """The id as HTML: an ``<a>`` when a template is set, else escaped text."""
-        text = text_of(trace_id)
+        text = plain(trace_id)
         if self.template is None or not text:
             return f"<code>{esc(text)}</code>"
         href = self.template.replace(PLACEHOLDER, quote(text, safe=""))
@@ -77,54 +94,3 @@ def validate_trace_url(template: str) -> str:
             f"--trace-url {template!r} must be an absolute http:// or https:// URL (got scheme {parts.scheme!r})"
         )
     return template
-
-
-def cell(column: str, value: Any, links: TraceLinks) -> str:
-    """One table cell: trace ids become links, everything else escaped text."""
-    if column in _TRACE_ID_COLUMNS:
-        ids = value if isinstance(value, (list, tuple)) else [value]
-        return " ".join(links.link(v) for v in ids if v is not None)
-    return esc(value)
-
-
-def table(rows: Sequence[Mapping[str, Any]], columns: Sequence[str], links: TraceLinks) -> str:
-    """An HTML table of every row (full values; the page scrolls sideways when it must)."""
-    head = "".join(f"<th>{esc(c)}</th>" for c in columns)
-    body = "".join(
-        "<tr>" + "".join(f"<td>{cell(c, r.get(c), links)}</td>" for c in columns) + "</tr>" for r in rows
-    )
-    return f'<div class="scroll"><table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>'
-
-
-def evidence(obj: Any) -> str:
-    """A definition list of whatever evidence object loading produced.
-
-    It renders the object's ``as_dict()`` (else a dataclass's fields; lists as their count and
-    first items, nested mappings as JSON) and, when it has a ``warnings()`` method, its warnings,
-    so whatever evidence loading gathers shows without changes here.
-    """
-    items: list[tuple[str, Any]] = []
-    as_dict = getattr(obj, "as_dict", None)
-    if callable(as_dict):
-        items = list(as_dict().items())
-    elif dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        items = [(f.name, getattr(obj, f.name)) for f in dataclasses.fields(obj)]
-    elif isinstance(obj, Mapping):
-        items = list(obj.items())
-    rows = []
-    for name, value in items:
-        if isinstance(value, (list, tuple)):
-            shown = f"{len(value)}" + (": " + ", ".join(text_of(v) for v in value[:5]) if value else "")
-        elif isinstance(value, Mapping):
-            shown = text_of(dict(value))
-        elif dataclasses.is_dataclass(value) and not isinstance(value, type):
-            shown = text_of(dataclasses.asdict(value))
-        elif isinstance(value, float):
-            shown = f"{value:.3f}"
-        else:
-            shown = text_of(value)
-        rows.append(f"<dt>{esc(name.replace('_', ' '))}</dt><dd>{esc(shown)}</dd>")
-    warnings = obj.warnings() if callable(getattr(obj, "warnings", None)) else []
-    notes = "".join(f'<li class="warn">{esc(w)}</li>' for w in warnings)
-    verdict = f"<ul>{notes}</ul>" if notes else '<p class="ok">No loading warnings.</p>'
-    return f'<dl class="evidence">{"".join(rows)}</dl>{verdict}'
