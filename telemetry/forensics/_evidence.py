@@ -23,26 +23,24 @@ gathers, once per connection:
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import duckdb
 
+from .._terminal import safe
 from ._format_evidence import FormatEvidence, gather_formats
 from ._loading import LoadReport
 from ._questions import NEEDS, QUESTION_NAMES
-
-_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2066-\u2069]")
 
 
 def printable(text: str) -> str:
     """``text`` safe for a terminal: control characters (ANSI escapes, carriage returns) and
     bidirectional overrides shown as ``\\xNN``/``\\uNNNN`` instead of acting. Values from traces
-    are hostile; the text report and every warning pass through this."""
-    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}" if ord(m.group()) < 0x100 else f"\\u{ord(m.group()):04x}",
-                        text)
+    are hostile; the text report and every warning pass through this (the CLI's streams filter
+    the same characters again: :mod:`telemetry._terminal`)."""
+    return safe(text)
 
 
 SKEW_TOLERANCE_NS = 1_000_000
