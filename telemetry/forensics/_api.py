@@ -178,6 +178,7 @@ def open_traces(
     tool_spans: ToolSpans = None,
     result_shapes: ResultShapes = None,
     show_content: bool = False,
+    skip_unreadable: bool = False,
 ) -> Forensics:
     """Load OTLP JSON-lines files, directories, globs or ``ingest`` Parquet directories.
 
@@ -191,13 +192,15 @@ def open_traces(
     Raises :class:`~telemetry.exceptions.ForensicsInputError` for missing paths, empty
     directories and input that is not OTLP (naming the file and line). A truncated last line is
     dropped and reported in ``load_report.warnings()``; other bad lines fail the load unless
-    ``skip_bad_lines``. Lines longer than ``max_line_bytes`` are refused (or skipped).
+    ``skip_bad_lines``. Lines longer than ``max_line_bytes`` are refused (or skipped). A folder
+    or file this user cannot read is refused by name, or with ``skip_unreadable`` skipped, counted
+    and named in the evidence (``load_report.unreadable``, a caveat on every answer).
 
     The spans are held in an in-memory DuckDB database under a fixed memory limit; what does not
     fit spills to a private temporary folder, removed on :meth:`Forensics.close`.
     """
     given = [str(p) for p in paths]
-    inputs = resolve_inputs(given)
+    inputs = resolve_inputs(given, skip_unreadable=skip_unreadable)
     if not isinstance(max_line_bytes, int) or isinstance(max_line_bytes, bool) or max_line_bytes < 1:
         raise ForensicsInputError(f"max_line_bytes must be a positive number of bytes, not {max_line_bytes!r}")
     options = options_from(tool_spans, result_shapes, show_content)

@@ -137,6 +137,9 @@ class Evidence:
                        "truncated file(s): spans on those lines are not in the answer")
         if self.load.skipped_row_count:
             out.append(f"{self.load.skipped_row_count:,} malformed row(s) skipped: their spans are not in the answer")
+        if self.load.unreadable:
+            out.append(f"{len(self.load.unreadable):,} unreadable folder(s) or file(s) skipped (--skip-unreadable): "
+                       "their spans are not in the answer")
         if question in KIND_DEPENDENT and self.ignored:
             out.append(f"{sum(self.ignored.values()):,} span(s) without a usable tool.kind are not examined "
                        f"({', '.join(f'{r}: {n:,}' for r, n in sorted(self.ignored.items()))})")
@@ -193,6 +196,8 @@ class Evidence:
             "lines_skipped": self.load.skipped_lines,
             "lines_skipped_by_file": {str(d.path): [b.number for b in d.bad] for d in self.load.skipped},
             "truncated_files": [str(p) for p in self.load.truncated],
+            "unreadable_skipped": {"count": len(self.load.unreadable),
+                                   "paths": [{"path": p, "reason": why} for p, why in self.load.unreadable]},
             "tool_spans": self.tool_spans,
             "tool_kind_inferred": dict(self.kind_inferred),
             "spans_ignored": dict(self.ignored),
@@ -222,6 +227,10 @@ class Evidence:
             out.append(f"  lines skipped {self.load.skipped_lines:,}; truncated files {len(self.load.truncated)}")
         if self.load.skipped_row_count:
             out.append(f"  malformed rows skipped {self.load.skipped_row_count:,}")
+        if self.load.unreadable:
+            out.append(f"  unreadable folders or files skipped {len(self.load.unreadable):,}: "
+                       + printable(", ".join(p for p, _ in self.load.unreadable[:5]))
+                       + (" ..." if len(self.load.unreadable) > 5 else ""))
         if self.kind_inferred:
             out.append("  tool.kind inferred: " + ", ".join(f"{k} {n:,}" for k, n in sorted(self.kind_inferred.items())))
         if self.ignored:

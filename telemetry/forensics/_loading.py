@@ -96,6 +96,8 @@ class LoadReport:
     parent_spans: int | None = None
     """Spans read only because they parent a tool span, when the source reads no other non-tool
     spans (ClickHouse); None when every span of the input was read (files)."""
+    unreadable: list[tuple[str, str]] = field(default_factory=list)
+    """(path, reason) of each folder or file skipped as unreadable under ``skip_unreadable``."""
 
     @property
     def skipped_lines(self) -> int:
@@ -114,6 +116,11 @@ class LoadReport:
             where = ", ".join(str(b.number) for b in diagnosis.bad[:10])
             more = " ..." if len(diagnosis.bad) > 10 else ""
             out.append(f"skipped {len(diagnosis.bad)} bad line(s) in {diagnosis.path}: lines {where}{more}")
+        if self.unreadable:
+            named = "; ".join(f"{p} ({why})" for p, why in self.unreadable[:10])
+            more = " ..." if len(self.unreadable) > 10 else ""
+            out.append(f"skipped {len(self.unreadable)} unreadable folder(s) or file(s) (--skip-unreadable): "
+                       f"{named}{more}; the spans in them are not in the answer")
         if self.skipped_row_count:
             named = ", ".join(f"trace {r.trace_id!r} span {r.span_id!r} ({r.reason})" for r in self.skipped_rows[:3])
             more = " ..." if self.skipped_row_count > 3 else ""
@@ -437,6 +444,7 @@ def load(
     if progress:
         progress(f"loaded {report.spans:,} spans from {report.files} file(s) in "
                  f"{report.seconds + time.perf_counter() - started:.1f} s")
+    report.unreadable = list(inputs.unreadable)
     return report
 
 
