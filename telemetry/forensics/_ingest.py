@@ -22,7 +22,7 @@ import duckdb
 
 from ..exceptions import ForensicsInputError
 from ._inputs import MANIFEST_NAME, PathLike, resolve_inputs
-from ._loading import MAX_LINE_BYTES, LoadReport, Progress, limit_memory, load_to_parquet
+from ._loading import MAX_LINE_BYTES, LoadReport, Progress, limit_memory, load_to_parquet, memory_limit_bytes
 
 MANIFEST_FORMAT = 1
 
@@ -75,6 +75,7 @@ def ingest(
     progress: Progress | None = None,
     max_line_bytes: int = MAX_LINE_BYTES,
     skip_unreadable: bool = False,
+    memory_limit: int | None = None,
 ) -> IngestResult:
     """Ingest the JSON-lines files under ``paths`` into Parquet parts in ``to``.
 
@@ -86,6 +87,7 @@ def ingest(
     directory = Path(to).resolve()
     if directory.exists() and not directory.is_dir():
         raise ForensicsInputError(f"--to {str(directory)!r} is a file; name a directory for the Parquet parts")
+    limit = memory_limit_bytes(memory_limit)
     inputs = resolve_inputs(paths, skip_unreadable=skip_unreadable)
     sources = [p for p in inputs.json_files if directory not in p.parents]
     if not sources:
@@ -115,7 +117,7 @@ def ingest(
             try:
                 # Held to the report's memory limit: without it a single large file took memory in
                 # proportion to its size.
-                limit_memory(con, Path(spill))
+                limit_memory(con, Path(spill), limit)
                 report = load_to_parquet(con, [source], tmp, skip_bad_lines=skip_bad_lines, progress=progress,
                                          max_line_bytes=max_line_bytes)
             except BaseException:

@@ -256,3 +256,41 @@ def test_a_max_line_bytes_too_large_for_memory_is_a_named_error(tmp_path: Path) 
     assert result.returncode in (0, 2), result.stderr[-2000:]
     if result.returncode == 2:
         assert "memory limit" in result.stderr and "--skip-bad-lines" in result.stderr, result.stderr
+
+
+def _long_line_file(tmp_path: Path, length: int) -> Path:
+    lines = _lines()
+    data = json.loads(lines[1])
+    data["resourceSpans"][0]["scopeSpans"][0]["spans"][0]["attributes"].append(
+        {"key": "blob", "value": {"stringValue": "x" * length}})
+    path = tmp_path / "long.jsonl"
+    path.write_text(lines[0] + "\n" + json.dumps(data) + "\n" + lines[2] + "\n")
+    return path
+
+
+@pytest.mark.parametrize("length, max_line, small_limit", [(10_000_000, "20M", "64M")])
+def test_a_long_line_is_read_by_following_the_refusals_advice(tmp_path: Path, length: int, max_line: str,
+                                                               small_limit: str) -> None:
+    """A line too long for the memory limit (the 100 MB line's case, at a size that keeps the test
+    cheap: the limit is the parameter): refused naming the --memory-limit that reads it; passing
+    exactly that reads every span, the long line's included."""
+    path = _long_line_file(tmp_path, length)
+    refused = _command("forensics", "report", str(path), "-q", "--max-line-bytes", max_line,
+                       "--memory-limit", small_limit)
+    assert refused.returncode == 2 and "Traceback" not in refused.stderr, refused.stderr[-2000:]
+    advice = refused.stderr.split("pass --memory-limit ", 1)[1].split()[0]
+    assert advice.endswith("G"), refused.stderr
+    read = _command("forensics", "report", str(path), "-q", "--max-line-bytes", max_line, "--memory-limit", advice,
+                    "--format", "json")
+    assert read.returncode == 0, read.stderr[-2000:]
+    assert json.loads(read.stdout)["evidence"]["spans_read"] == 3
+
+
+def test_a_bad_memory_limit_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "t.jsonl"
+    path.write_text("\n".join(_lines()) + "\n")
+    for value in ("1M", "lots"):
+        result = _command("forensics", "report", str(path), "-q", "--memory-limit", value)
+        assert result.returncode == 2 and "memory" in result.stderr.lower(), result.stderr
+    with pytest.raises(ForensicsInputError, match="at least 64M"):
+        open_traces([path], memory_limit=1024)
