@@ -145,8 +145,8 @@ def _spans_sql() -> tuple[str, str]:
 
 
 LINE_MEMORY_FACTOR = 20
-"""DuckDB's memory limit must be about this many times the longest line to parse it (measured:
-a 10 MB line read under 170 MB, not under 140 MB); the advice for long lines says so."""
+"""DuckDB's memory limit must be about this many times the longest line to parse it (the JSON
+reader holds the line, its parse and the rows made from it at once); the advice for long lines says so."""
 
 
 def memory_limit_bytes(value: object) -> int | None:
