@@ -257,8 +257,7 @@ def instrument_tool(func: Any = None, /, **options: Any) -> Any:
         readback: ``readback(call, result)`` run after a write returned; True/False (or a
             :class:`Readback`) for match/mismatch. ``call.arguments`` holds the bound arguments.
             If it raises, the read-back is ``error`` and the tool's result is untouched.
-        readback_timeout: seconds the call waits for its read-back (default
-            :data:`~telemetry.instrument.spec.READBACK_TIMEOUT_SECONDS`, 5): the read-back runs on a
+        readback_timeout: seconds the call waits for its read-back (default 5): the read-back runs on a
             telemetry thread, in the call's context; one that does not answer in time is
             ``error`` with ``tool.readback.error="timeout"`` (counted in
             ``outcome_telemetry_internal_errors_total{stage="readback"}``) and the result goes back

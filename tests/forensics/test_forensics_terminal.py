@@ -20,7 +20,7 @@ import pytest
 
 from telemetry import conventions as c
 from telemetry.forensics import QUESTION_NAMES
-from telemetry.forensics.cli import main as forensics_main
+from telemetry.forensics._cli import main as forensics_main
 
 from forensics_incidents import planted
 
@@ -120,8 +120,8 @@ def test_watch_prints_its_new_findings_escaped(hostile: Path, tmp_path: Path) ->
 
 
 def test_the_audit_over_hostile_traces_prints_no_raw_control(hostile: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    pytest.importorskip("telemetry.audit.cli")
-    from telemetry.audit.cli import main as audit_main
+    pytest.importorskip("telemetry.audit._cli")
+    from telemetry.audit._cli import main as audit_main
 
     code = audit_main(["--traces", str(hostile)])
     out, err = capsys.readouterr()
