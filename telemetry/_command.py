@@ -22,6 +22,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TextIO, cast
 
+from ._terminal import printing_safely
 from .exceptions import TelemetryError
 
 __all__ = [
@@ -110,11 +111,18 @@ def run(body: Callable[[], int], *, prog: str | Callable[[], str]) -> int:
     ``PROG: error: MESSAGE`` and exits 2; Ctrl-C exits 130; anything else prints its traceback
     and exits 3. stdout is flushed inside, so a closed pipe shows up here, not at exit. ``prog``
     may be a callable, read when a message is printed (the verb is known only once parsed).
+    Everything printed meanwhile, on stdout and stderr, passes :func:`telemetry._terminal.safe`.
     """
 
     def name() -> str:
         return prog() if callable(prog) else prog
 
+    with printing_safely():  # no value a command prints may act on the terminal (telemetry._terminal)
+        return _ended(body, name)
+
+
+def _ended(body: Callable[[], int], name: Callable[[], str]) -> int:
+    """:func:`run`'s work: ``body``'s exit code, or the code of how it failed."""
     try:
         code = body()
         sys.stdout.flush()

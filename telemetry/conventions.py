@@ -108,6 +108,16 @@ READBACK_VALUES: Final = (
     READBACK_NOT_APPLICABLE,
     READBACK_UNKNOWN,
 )
+TOOL_READBACK_ERROR: Final = "tool.readback.error"
+"""Why ``tool.readback`` is ``error``: one of :data:`READBACK_ERRORS`; absent on every other call."""
+READBACK_ERROR_RAISED: Final = "raised"
+"""The read-back raised (or returned what is not a read-back answer)."""
+READBACK_ERROR_TIMEOUT: Final = "timeout"
+"""The read-back did not answer within the tool's ``readback_timeout``; the tool's result went back
+to its caller at the timeout, and the read-back's late answer is ignored."""
+READBACK_ERROR_NO_THREAD: Final = "no_thread"
+"""Every read-back thread was still held by earlier read-backs that timed out, so this one was not run."""
+READBACK_ERRORS: Final = (READBACK_ERROR_RAISED, READBACK_ERROR_TIMEOUT, READBACK_ERROR_NO_THREAD)
 
 # --- the outcome vocabulary ------------------------------------------------------------------
 

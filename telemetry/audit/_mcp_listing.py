@@ -23,8 +23,11 @@ from __future__ import annotations
 import math
 import os
 import shlex
+import shutil
 import signal
+import sys
 import threading
+from pathlib import Path
 from typing import Any, Final
 
 from .. import conventions as c
@@ -144,6 +147,8 @@ def _list(server: Any, label: str, timeout: float, *, child: bool = False) -> li
     return listed
 
 
+_REAPER = Path(__file__).with_name("_reaper.py")
+"""Started in the server's place: it runs the server and ends it when the audit ends."""
 _ENDING_SIGNALS = (signal.SIGTERM, signal.SIGHUP) if hasattr(signal, "SIGHUP") else (signal.SIGTERM,)
 
 
@@ -163,8 +168,16 @@ def list_stdio(command: str, *, timeout: float = DEFAULT_TIMEOUT_SECONDS) -> lis
         raise AuditTargetError(f"--mcp-stdio {command!r}: cannot split it into a command line: {exc}") from exc
     if not argv:
         raise AuditTargetError("--mcp-stdio needs a command, e.g. --mcp-stdio 'python server.py'")
-    params = mcp.StdioServerParameters(command=argv[0], args=argv[1:])
-    return _list(params, f"--mcp-stdio {command!r}", timeout, child=True)
+    label = f"--mcp-stdio {command!r}"
+    if shutil.which(argv[0]) is None:
+        raise AuditTargetError(f"{label}: cannot start it: {argv[0]!r} is no program (not an executable file, "
+                               "nor one on PATH); give the server's command line as you would run it")
+    if os.name == "posix":  # the server ends with the audit, SIGKILL included (see _reaper.py)
+        params = mcp.StdioServerParameters(command=sys.executable,
+                                           args=["-I", "-S", str(_REAPER), str(os.getpid()), "--", *argv])
+    else:
+        params = mcp.StdioServerParameters(command=argv[0], args=argv[1:])
+    return _list(params, label, timeout, child=True)
 
 
 def list_url(url: str, *, timeout: float = DEFAULT_TIMEOUT_SECONDS) -> list[dict[str, Any]]:

@@ -22,7 +22,16 @@ import duckdb
 from ..exceptions import ForensicsInputError
 from ._evidence import Evidence, columns_and_rows, gather
 from ._inputs import PathLike, resolve_inputs
-from ._loading import MAX_LINE_BYTES, SPANS, LoadReport, Progress, install_macros, limit_memory, load
+from ._loading import (
+    MAX_LINE_BYTES,
+    SPANS,
+    LoadReport,
+    Progress,
+    install_macros,
+    limit_memory,
+    load,
+    memory_limit_bytes,
+)
 from ._peers import PeerOptions, ResultShape, ToolSpanSelector, options_from
 from ._peers import install as install_peers
 from ._questions import CONTENT_COLUMNS, Question, all_questions, question
@@ -142,7 +151,7 @@ def _peer_words(tool_spans: ToolSpans, result_shapes: ResultShapes) -> list[str]
 
 
 def _open(loader: Callable[[duckdb.DuckDBPyConnection], LoadReport], given: list[str],
-          threads: int | None, peer_options: PeerOptions | None = None) -> Forensics:
+          threads: int | None, peer_options: PeerOptions | None = None, memory_limit: int | None = None) -> Forensics:
     """An in-memory DuckDB database held to :data:`~.loading.MEMORY_LIMIT`, spilling to a private
     temporary folder, with ``spans`` made by ``loader``; the folder is removed again if loading
     fails (else on :meth:`Forensics.close`).
@@ -154,7 +163,7 @@ def _open(loader: Callable[[duckdb.DuckDBPyConnection], LoadReport], given: list
     workdir = Path(tempfile.mkdtemp(prefix="outcome-telemetry-forensics-db-"))
     con = duckdb.connect(":memory:")
     try:
-        limit_memory(con, workdir / "spill")
+        limit_memory(con, workdir / "spill", memory_limit)
         if threads:
             con.execute(f"SET threads = {int(threads)}").fetchall()  # an int, validated by int()
         if peer_options is not None:  # before the loader, whose install_macros keeps them
@@ -178,6 +187,8 @@ def open_traces(
     tool_spans: ToolSpans = None,
     result_shapes: ResultShapes = None,
     show_content: bool = False,
+    skip_unreadable: bool = False,
+    memory_limit: int | None = None,
 ) -> Forensics:
     """Load OTLP JSON-lines files, directories, globs or ``ingest`` Parquet directories.
 
@@ -191,19 +202,25 @@ def open_traces(
     Raises :class:`~telemetry.exceptions.ForensicsInputError` for missing paths, empty
     directories and input that is not OTLP (naming the file and line). A truncated last line is
     dropped and reported in ``load_report.warnings()``; other bad lines fail the load unless
-    ``skip_bad_lines``. Lines longer than ``max_line_bytes`` are refused (or skipped).
+    ``skip_bad_lines``. Lines longer than ``max_line_bytes`` are refused (or skipped). A folder
+    or file this user cannot read is refused by name, or with ``skip_unreadable`` skipped, counted
+    and named in the evidence (``load_report.unreadable``, a caveat on every answer).
+    ``memory_limit`` (bytes; default :data:`~.loading.MEMORY_LIMIT`) holds DuckDB; a line of N bytes
+    needs about :data:`~.loading.LINE_MEMORY_FACTOR` times N to be parsed, so a very long line
+    is read by raising both ``max_line_bytes`` and it (an out-of-memory is a named error saying so).
 
     The spans are held in an in-memory DuckDB database under a fixed memory limit; what does not
     fit spills to a private temporary folder, removed on :meth:`Forensics.close`.
     """
     given = [str(p) for p in paths]
-    inputs = resolve_inputs(given)
+    inputs = resolve_inputs(given, skip_unreadable=skip_unreadable)
+    limit = memory_limit_bytes(memory_limit)
     if not isinstance(max_line_bytes, int) or isinstance(max_line_bytes, bool) or max_line_bytes < 1:
         raise ForensicsInputError(f"max_line_bytes must be a positive number of bytes, not {max_line_bytes!r}")
     options = options_from(tool_spans, result_shapes, show_content)
     return _open(lambda con: load(con, inputs, skip_bad_lines=skip_bad_lines, progress=progress,
                                   max_line_bytes=max_line_bytes), given + _peer_words(tool_spans, result_shapes),
-                 threads, options)
+                 threads, options, limit)
 
 
 def open_clickhouse(

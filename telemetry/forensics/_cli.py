@@ -77,9 +77,17 @@ def _inputs(parser: argparse.ArgumentParser, *, required: bool) -> None:
     parser.add_argument("--skip-bad-lines", action="store_true",
                         help="skip malformed lines (reported with file and line) instead of failing; "
                              "with --clickhouse, malformed rows (reported with trace and span id)")
+    parser.add_argument("--skip-unreadable", action="store_true",
+                        help="skip a folder or trace file this user cannot read instead of refusing the run; "
+                             "each skip is counted and named in the evidence and the warnings, and every "
+                             "answer carries a note that their spans are missing")
     parser.add_argument("--max-line-bytes", type=byte_count, default=MAX_LINE_BYTES, metavar="N",
                         help="longest line to read, in bytes (K/M/G suffixes; default 16M); longer lines "
                              "are refused naming the line, or skipped with --skip-bad-lines")
+    parser.add_argument("--memory-limit", type=byte_count, default=None, metavar="N",
+                        help="DuckDB's memory limit, in bytes (K/M/G suffixes; default 600M; what does not fit "
+                             "spills to a temporary folder); parsing a line takes about 20 times its length, so "
+                             "a very long line is read with --max-line-bytes and --memory-limit raised together")
     parser.add_argument("--quiet", "-q", action="store_true", help="no progress messages on stderr")
 
 
@@ -165,7 +173,8 @@ def execute(args: argparse.Namespace) -> int:
     if args.command == "ingest":
         make_folder("--to", args.to)
         result = ingest(args.paths, args.to, skip_bad_lines=args.skip_bad_lines, progress=progress,
-                        max_line_bytes=args.max_line_bytes)
+                        max_line_bytes=args.max_line_bytes, skip_unreadable=args.skip_unreadable,
+                        memory_limit=args.memory_limit)
         for warning in result.warnings:
             print(f"warning: {warning}", file=sys.stderr)
         print(f"ingested {len(result.ingested)} file(s), {result.spans:,} spans, into {result.directory}; "
@@ -203,9 +212,13 @@ def _open(args: argparse.Namespace, progress: Progress | None) -> Forensics:
         if not args.paths:
             raise ForensicsInputError("no traces named; pass trace files or directories, or --clickhouse URL")
         return open_traces(args.paths, skip_bad_lines=args.skip_bad_lines, progress=progress,
-                           max_line_bytes=args.max_line_bytes, **peer_arguments(args))
+                           max_line_bytes=args.max_line_bytes, skip_unreadable=args.skip_unreadable,
+                           memory_limit=args.memory_limit, **peer_arguments(args))
     if args.paths:
         raise ForensicsInputError("give trace PATHS or --clickhouse, not both")
+    if args.skip_unreadable or args.memory_limit is not None:
+        flag = "--skip-unreadable" if args.skip_unreadable else "--memory-limit"
+        raise ForensicsInputError(f"{flag} applies to trace paths, not to --clickhouse; leave it out")
     return open_clickhouse(args.clickhouse, table=args.table, since=args.since, until=args.until, last=args.last,
                            service=args.service, max_spans=args.max_spans, password_env=args.password_env,
                            progress=progress, skip_bad_rows=args.skip_bad_lines, **peer_arguments(args))

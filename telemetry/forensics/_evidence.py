@@ -23,26 +23,24 @@ gathers, once per connection:
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import duckdb
 
+from .._terminal import safe
 from ._format_evidence import FormatEvidence, gather_formats
 from ._loading import LoadReport
 from ._questions import NEEDS, QUESTION_NAMES
-
-_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2066-\u2069]")
 
 
 def printable(text: str) -> str:
     """``text`` safe for a terminal: control characters (ANSI escapes, carriage returns) and
     bidirectional overrides shown as ``\\xNN``/``\\uNNNN`` instead of acting. Values from traces
-    are hostile; the text report and every warning pass through this."""
-    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}" if ord(m.group()) < 0x100 else f"\\u{ord(m.group()):04x}",
-                        text)
+    are hostile; the text report and every warning pass through this (the CLI's streams filter
+    the same characters again: :mod:`telemetry._terminal`)."""
+    return safe(text)
 
 
 SKEW_TOLERANCE_NS = 1_000_000
@@ -139,6 +137,9 @@ class Evidence:
                        "truncated file(s): spans on those lines are not in the answer")
         if self.load.skipped_row_count:
             out.append(f"{self.load.skipped_row_count:,} malformed row(s) skipped: their spans are not in the answer")
+        if self.load.unreadable:
+            out.append(f"{len(self.load.unreadable):,} unreadable folder(s) or file(s) skipped (--skip-unreadable): "
+                       "their spans are not in the answer")
         if question in KIND_DEPENDENT and self.ignored:
             out.append(f"{sum(self.ignored.values()):,} span(s) without a usable tool.kind are not examined "
                        f"({', '.join(f'{r}: {n:,}' for r, n in sorted(self.ignored.items()))})")
@@ -195,6 +196,8 @@ class Evidence:
             "lines_skipped": self.load.skipped_lines,
             "lines_skipped_by_file": {str(d.path): [b.number for b in d.bad] for d in self.load.skipped},
             "truncated_files": [str(p) for p in self.load.truncated],
+            "unreadable_skipped": {"count": len(self.load.unreadable),
+                                   "paths": [{"path": p, "reason": why} for p, why in self.load.unreadable]},
             "tool_spans": self.tool_spans,
             "tool_kind_inferred": dict(self.kind_inferred),
             "spans_ignored": dict(self.ignored),
@@ -224,6 +227,10 @@ class Evidence:
             out.append(f"  lines skipped {self.load.skipped_lines:,}; truncated files {len(self.load.truncated)}")
         if self.load.skipped_row_count:
             out.append(f"  malformed rows skipped {self.load.skipped_row_count:,}")
+        if self.load.unreadable:
+            out.append(f"  unreadable folders or files skipped {len(self.load.unreadable):,}: "
+                       + printable(", ".join(p for p, _ in self.load.unreadable[:5]))
+                       + (" ..." if len(self.load.unreadable) > 5 else ""))
         if self.kind_inferred:
             out.append("  tool.kind inferred: " + ", ".join(f"{k} {n:,}" for k, n in sorted(self.kind_inferred.items())))
         if self.ignored:

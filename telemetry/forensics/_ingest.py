@@ -22,7 +22,7 @@ import duckdb
 
 from ..exceptions import ForensicsInputError
 from ._inputs import MANIFEST_NAME, PathLike, resolve_inputs
-from ._loading import MAX_LINE_BYTES, Progress, limit_memory, load_to_parquet
+from ._loading import MAX_LINE_BYTES, LoadReport, Progress, limit_memory, load_to_parquet, memory_limit_bytes
 
 MANIFEST_FORMAT = 1
 
@@ -74,17 +74,21 @@ def ingest(
     skip_bad_lines: bool = False,
     progress: Progress | None = None,
     max_line_bytes: int = MAX_LINE_BYTES,
+    skip_unreadable: bool = False,
+    memory_limit: int | None = None,
 ) -> IngestResult:
     """Ingest the JSON-lines files under ``paths`` into Parquet parts in ``to``.
 
     Files already ingested with the same size and mtime are skipped. Validation is the same as
     for a report (a truncated last line is dropped with a warning; other bad lines fail the file
-    unless ``skip_bad_lines``).
+    unless ``skip_bad_lines``). A folder or file that cannot be read is refused, or with
+    ``skip_unreadable`` skipped and named in the result's warnings.
     """
     directory = Path(to).resolve()
     if directory.exists() and not directory.is_dir():
         raise ForensicsInputError(f"--to {str(directory)!r} is a file; name a directory for the Parquet parts")
-    inputs = resolve_inputs(paths)
+    limit = memory_limit_bytes(memory_limit)
+    inputs = resolve_inputs(paths, skip_unreadable=skip_unreadable)
     sources = [p for p in inputs.json_files if directory not in p.parents]
     if not sources:
         raise ForensicsInputError(
@@ -96,6 +100,7 @@ def ingest(
     manifest = _read_manifest(manifest_path)
     files: dict[str, Any] = manifest["files"]
     result = IngestResult(directory=directory)
+    result.warnings += LoadReport(unreadable=list(inputs.unreadable)).warnings()
     with tempfile.TemporaryDirectory(prefix="outcome-telemetry-ingest-") as spill:
         for number, source in enumerate(sources, 1):
             stat = source.stat()
@@ -112,7 +117,7 @@ def ingest(
             try:
                 # Held to the report's memory limit: without it a single large file took memory in
                 # proportion to its size.
-                limit_memory(con, Path(spill))
+                limit_memory(con, Path(spill), limit)
                 report = load_to_parquet(con, [source], tmp, skip_bad_lines=skip_bad_lines, progress=progress,
                                          max_line_bytes=max_line_bytes)
             except BaseException:

@@ -6,7 +6,9 @@ directory written by ``ingest`` is recognised by its manifest and stands for its
 Nothing is left out silently: a sub-folder that cannot be listed, a trace file that cannot be
 opened, and a trace path that is not a regular file (a FIFO, a socket, a device, a broken
 symlink) are each refused by name, so a report never answers from part of the input as if it
-were all of it.
+were all of it. With ``skip_unreadable`` (``--skip-unreadable``), the user's explicit choice, a
+folder that cannot be listed and a file that cannot be opened are skipped instead, and each is
+kept in :attr:`TraceInputs.unreadable` with its reason, which the load report counts and names.
 """
 
 from __future__ import annotations
@@ -46,6 +48,8 @@ class TraceInputs:
 
     json_files: list[Path] = field(default_factory=list)
     parquet_files: list[Path] = field(default_factory=list)
+    unreadable: list[tuple[str, str]] = field(default_factory=list)
+    """(path, reason) of each folder or file skipped under ``skip_unreadable``, in the order met."""
     _seen: set[Path] = field(default_factory=set, repr=False, compare=False)
 
     def add(self, path: Path) -> None:
@@ -75,8 +79,9 @@ def _unlisted(folder: object, error: OSError) -> ForensicsInputError:
     reason = error.strerror or type(error).__name__
     return ForensicsInputError(
         f"the folder {str(folder)!r} cannot be listed ({reason}), so the traces in it cannot be read; "
-        "make it readable by this user (read and search permission), or name the folders that are "
-        "readable instead of their parent"
+        "make it readable by this user (read and search permission), name the folders that are "
+        "readable instead of their parent, or pass --skip-unreadable to read the rest (each skip is "
+        "named in the evidence)"
     )
 
 
@@ -95,30 +100,39 @@ def _not_regular(path: Path) -> ForensicsInputError:
     )
 
 
-def _check_readable(path: Path) -> None:
-    """Open ``path`` once (without blocking), so a file this user cannot read is named here, before
-    any work, rather than a traceback halfway through the load."""
+def _unreadable(path: Path) -> str | None:
+    """Why ``path`` cannot be opened (None when it can): opened once, without blocking, so a file
+    this user cannot read is named before any work, not in a traceback halfway through the load."""
     try:
         os.close(os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)))
     except OSError as error:
-        raise ForensicsInputError(
-            f"the trace file {str(path)!r} cannot be read ({error.strerror or type(error).__name__}); "
-            "make it readable by this user, or leave it out of the paths"
-        ) from None
+        return error.strerror or type(error).__name__
+    return None
 
 
-def _scan_directory(directory: Path) -> list[Path]:
-    """The trace files under ``directory``, resolved (symlinks followed), in path order."""
+def _unreadable_file(path: Path, reason: str) -> ForensicsInputError:
+    return ForensicsInputError(
+        f"the trace file {str(path)!r} cannot be read ({reason}); make it readable by this user, leave it "
+        "out of the paths, or pass --skip-unreadable to read the rest (each skip is named in the evidence)"
+    )
+
+
+def _scan_directory(directory: Path, skipped: list[tuple[str, str]] | None = None) -> list[Path]:
+    """The trace files under ``directory``, resolved (symlinks followed), in path order; with
+    ``skipped``, folders that cannot be listed are added to it instead of refused."""
     manifest = directory / MANIFEST_NAME
     if manifest.is_file():
         # An ingest directory: its parts, not the manifest or stray temporary files.
         try:
             names = os.listdir(directory)
         except OSError as error:
-            raise _unlisted(directory, error) from None
+            if skipped is None:
+                raise _unlisted(directory, error) from None
+            skipped.append((str(directory), error.strerror or type(error).__name__))
+            return []
         parts = [directory / name for name in names if name.endswith(PARQUET_SUFFIX)]
         return sorted((p.resolve() for p in parts if p.is_file()), key=_order)
-    found = _walk(directory, strict=True, resolved=True)
+    found = _walk(directory, strict=True, resolved=True, skipped=skipped)
     return sorted((Path(p) for p in found if _is_trace_name(os.path.basename(p))), key=_order)
 
 
@@ -140,9 +154,10 @@ def walk(directory: Path, *, strict: bool = False) -> list[Path]:
     return [Path(p) for p in _walk(directory, strict=strict, resolved=False)]
 
 
-def _walk(directory: Path, *, strict: bool, resolved: bool) -> list[str]:
+def _walk(directory: Path, *, strict: bool, resolved: bool, skipped: list[tuple[str, str]] | None = None) -> list[str]:
     """:func:`walk` as strings; with ``resolved``, each path with its symlinks resolved (a folder's
-    real path is found once for all its files, not once per file)."""
+    real path is found once for all its files, not once per file); with ``skipped``, a folder that
+    cannot be listed or examined is added to it (path, reason) instead of refused or warned about."""
     seen: set[tuple[int, int]] = set()
     found: list[str] = []
     pending = [os.fspath(directory)]
@@ -152,6 +167,9 @@ def _walk(directory: Path, *, strict: bool, resolved: bool) -> list[str]:
             info = os.stat(root)
             entries = list(os.scandir(root))
         except OSError as error:
+            if skipped is not None:
+                skipped.append((root, error.strerror or type(error).__name__))
+                continue
             if strict:
                 raise _unlisted(root, error) from None
             print(f"warning: {root} cannot be listed ({error.strerror}); the traces in it are not read",
@@ -168,6 +186,9 @@ def _walk(directory: Path, *, strict: bool, resolved: bool) -> list[str]:
             try:
                 is_dir, is_file = entry.is_dir(), entry.is_file()  # both follow a symlink
             except OSError as error:  # e.g. a symlink into a folder this user cannot search
+                if skipped is not None:
+                    skipped.append((entry.path, error.strerror or type(error).__name__))
+                    continue
                 if strict:
                     raise _unlisted(entry.path, error) from None
                 print(f"warning: {entry.path} cannot be examined ({error.strerror}); not read", file=sys.stderr)
@@ -189,14 +210,17 @@ def _walk(directory: Path, *, strict: bool, resolved: bool) -> list[str]:
     return found
 
 
-def resolve_inputs(paths: Iterable[PathLike]) -> TraceInputs:
+def resolve_inputs(paths: Iterable[PathLike], *, skip_unreadable: bool = False) -> TraceInputs:
     """Resolve files, directories (recursively) and glob patterns into :class:`TraceInputs`.
 
     Raises :class:`ForensicsInputError` for a missing path, a glob that matches nothing, a
     directory holding no trace files, a folder that cannot be listed, a file that cannot be read,
-    a path that is not a regular file (a FIFO, a socket), or an empty argument list.
+    a path that is not a regular file (a FIFO, a socket), or an empty argument list. With
+    ``skip_unreadable`` a folder that cannot be listed and a file that cannot be read are skipped
+    and listed in ``unreadable`` instead; nothing readable left at all is still refused.
     """
     inputs = TraceInputs()
+    skipped = inputs.unreadable if skip_unreadable else None
     given = [Path(p) if not isinstance(p, Path) else p for p in paths]
     if not given:
         raise ForensicsInputError("no trace paths given; pass OTLP JSON-lines files, directories or globs")
@@ -217,7 +241,10 @@ def resolve_inputs(paths: Iterable[PathLike]) -> TraceInputs:
             )
         for candidate in candidates:
             if candidate.is_dir():
-                found = _scan_directory(candidate)
+                before = len(inputs.unreadable)
+                found = _scan_directory(candidate, skipped)
+                if not found and len(inputs.unreadable) > before:
+                    continue  # nothing readable in it: named in unreadable, refused below if nothing else is
                 if not found:
                     raise ForensicsInputError(
                         f"the directory {str(candidate)!r} holds no trace files (looked for "
@@ -231,7 +258,17 @@ def resolve_inputs(paths: Iterable[PathLike]) -> TraceInputs:
             elif raw.exists() or is_trace_file(candidate):  # named, or a glob's trace-named match
                 raise _not_regular(candidate)
     for path in inputs.all_files:
-        _check_readable(path)
+        reason = _unreadable(path)
+        if reason is None:
+            continue
+        if skipped is None:
+            raise _unreadable_file(path, reason)
+        skipped.append((str(path), reason))
+        (inputs.json_files if path in inputs.json_files else inputs.parquet_files).remove(path)
+    if skip_unreadable and not inputs.all_files:
+        named = "; ".join(f"{p} ({why})" for p, why in inputs.unreadable[:5])
+        raise ForensicsInputError(f"nothing readable among the trace paths: {len(inputs.unreadable)} skipped as "
+                                  f"unreadable ({named}); make them readable by this user")
     inputs.json_files.sort(key=_order)
     inputs.parquet_files.sort(key=_order)
     return inputs

@@ -41,7 +41,7 @@ from ._validation import (
 )
 
 __all__ = [
-    "MAX_LINE_BYTES", "MEMORY_LIMIT", "PARQUET_ROW_GROUP", "SPANS", "SPANS_BASE", "SPANS_LOADED",
+    "LINE_MEMORY_FACTOR", "MAX_LINE_BYTES", "MEMORY_LIMIT", "PARQUET_ROW_GROUP", "SPANS", "SPANS_BASE", "SPANS_LOADED",
     "LoadReport", "Progress", "SkippedRow", "finish_load", "install_macros", "limit_memory", "load", "load_to_parquet",
     "read_json_lines", "stderr_progress",
 ]
@@ -96,6 +96,8 @@ class LoadReport:
     parent_spans: int | None = None
     """Spans read only because they parent a tool span, when the source reads no other non-tool
     spans (ClickHouse); None when every span of the input was read (files)."""
+    unreadable: list[tuple[str, str]] = field(default_factory=list)
+    """(path, reason) of each folder or file skipped as unreadable under ``skip_unreadable``."""
 
     @property
     def skipped_lines(self) -> int:
@@ -114,6 +116,11 @@ class LoadReport:
             where = ", ".join(str(b.number) for b in diagnosis.bad[:10])
             more = " ..." if len(diagnosis.bad) > 10 else ""
             out.append(f"skipped {len(diagnosis.bad)} bad line(s) in {diagnosis.path}: lines {where}{more}")
+        if self.unreadable:
+            named = "; ".join(f"{p} ({why})" for p, why in self.unreadable[:10])
+            more = " ..." if len(self.unreadable) > 10 else ""
+            out.append(f"skipped {len(self.unreadable)} unreadable folder(s) or file(s) (--skip-unreadable): "
+                       f"{named}{more}; the spans in them are not in the answer")
         if self.skipped_row_count:
             named = ", ".join(f"trace {r.trace_id!r} span {r.span_id!r} ({r.reason})" for r in self.skipped_rows[:3])
             more = " ..." if self.skipped_row_count > 3 else ""
@@ -137,9 +144,26 @@ def _spans_sql() -> tuple[str, str]:
     return macros, view
 
 
-def limit_memory(con: duckdb.DuckDBPyConnection, spill: Path) -> None:
-    """Hold ``con`` to :data:`MEMORY_LIMIT`, spilling to the folder ``spill`` (a private temporary one)."""
-    con.execute(f"SET memory_limit = '{MEMORY_LIMIT}'").fetchall()  # a constant
+LINE_MEMORY_FACTOR = 20
+"""DuckDB's memory limit must be about this many times the longest line to parse it (the JSON
+reader holds the line, its parse and the rows made from it at once); the advice for long lines says so."""
+
+
+def memory_limit_bytes(value: object) -> int | None:
+    """A ``memory_limit`` option checked: None (the default, :data:`MEMORY_LIMIT`) or bytes, at least 64 MiB."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 64 * 2**20:
+        raise ForensicsInputError(f"the memory limit must be a number of bytes of at least 64M (K/M/G suffixes on "
+                                  f"the command line), not {value!r}")
+    return value
+
+
+def limit_memory(con: duckdb.DuckDBPyConnection, spill: Path, memory_limit: int | None = None) -> None:
+    """Hold ``con`` to ``memory_limit`` bytes (default :data:`MEMORY_LIMIT`), spilling to the folder
+    ``spill`` (a private temporary one)."""
+    limit = MEMORY_LIMIT if memory_limit is None else f"{int(memory_limit)}B"  # a constant or an int
+    con.execute(f"SET memory_limit = '{limit}'").fetchall()
     con.execute("SET temp_directory = ?", [str(spill)]).fetchall()
 
 
@@ -263,7 +287,7 @@ class _JsonLoader:
         if not diagnosis.bad and "maximum_object_size" in str(error):
             raise ForensicsInputError(
                 f"{source}: a line is longer than --max-line-bytes ({self.max_line_bytes:,} bytes); pass a "
-                "larger --max-line-bytes to read it") from None
+                f"larger --max-line-bytes to read it, with a --memory-limit of {LINE_MEMORY_FACTOR} times it") from None
         if source in self._cut:  # its partial last line is already counted as truncated; judge the rest
             self._cut.discard(source)
             if diagnosis.truncated_last:
@@ -342,7 +366,9 @@ class _JsonLoader:
                 except (duckdb.InvalidInputException, duckdb.ConversionException, duckdb.IOException) as error:
                     self._handle_refusal(error, attempts)
                 except duckdb.OutOfMemoryException as error:  # e.g. a --max-line-bytes too large to fit
-                    raise out_of_memory(error, self.max_line_bytes, MEMORY_LIMIT, MAX_LINE_BYTES) from None
+                    limit = str(self.con.execute("SELECT current_setting('memory_limit')").fetchall()[0][0])
+                    raise out_of_memory(error, self.max_line_bytes, limit, MAX_LINE_BYTES,
+                                        LINE_MEMORY_FACTOR) from None
         finally:
             if self._tmp is not None:
                 self._tmp.cleanup()
@@ -437,6 +463,7 @@ def load(
     if progress:
         progress(f"loaded {report.spans:,} spans from {report.files} file(s) in "
                  f"{report.seconds + time.perf_counter() - started:.1f} s")
+    report.unreadable = list(inputs.unreadable)
     return report
 
 

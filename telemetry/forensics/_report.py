@@ -49,8 +49,8 @@ def _text(value: Any) -> str:
     plain = _plain(value)
     if plain is None:
         return ""
-    if isinstance(plain, (list, dict)):
-        return json.dumps(plain, ensure_ascii=False)
+    if isinstance(plain, (list, dict)):  # json escapes C0 controls only: C1 and bidi ones too
+        return printable(json.dumps(plain, ensure_ascii=False))
     # Newlines and tabs in a value never break the layout; control characters (ANSI escapes) never act.
     return printable(" ".join(str(plain).split()))
 

@@ -416,17 +416,22 @@ def refusal_hint(diagnosis: Diagnosis, skip_bad_lines: bool) -> str:
     return ""
 
 
-def out_of_memory(error: Exception, max_line_bytes: int, memory_limit: str, default_line_bytes: int) -> ForensicsInputError:
-    """DuckDB's out-of-memory error while reading JSON lines, as a named input error."""
+def out_of_memory(error: Exception, max_line_bytes: int, memory_limit: str, default_line_bytes: int,
+                  factor: int = 20) -> ForensicsInputError:
+    """DuckDB's out-of-memory error while reading JSON lines, as a named input error saying the
+    memory limit that reads such lines (``factor`` times the longest) and the way to skip them."""
     first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+    needed = -(-factor * max_line_bytes // 2**30)  # whole GiB, rounded up
     if max_line_bytes > default_line_bytes:
         return ForensicsInputError(
             f"lines of up to --max-line-bytes {max_line_bytes:,} bytes do not fit the reader's memory limit "
-            f"({memory_limit}; a line takes several times its length while it is parsed): DuckDB {first}. Such "
-            f"lines cannot be read here: lower --max-line-bytes (the default, {default_line_bytes:,}, fits) and "
-            "pass --skip-bad-lines to read the other lines (each longer one is named as skipped), or shorten "
-            "the values at their source")
+            f"({memory_limit}; parsing a line takes up to about {factor} times its length): DuckDB {first}. To "
+            f"read them, pass --memory-limit {needed}G (this host needs that much free memory); or lower "
+            f"--max-line-bytes (the default, {default_line_bytes:,}, fits the default limit) and pass "
+            "--skip-bad-lines to read the other lines (each longer one is named as skipped), or shorten the "
+            "values at their source")
     return ForensicsInputError(
-        f"the traces do not fit the reader's memory limit ({memory_limit}): DuckDB {first}; read fewer files "
-        "at once, or lower --max-line-bytes")
+        f"the traces do not fit the reader's memory limit ({memory_limit}): DuckDB {first}; pass a larger "
+        f"--memory-limit (at least {needed}G for lines of --max-line-bytes {max_line_bytes:,}), read fewer "
+        "files at once, or lower --max-line-bytes")
 

@@ -29,6 +29,7 @@ Example::
 
 from __future__ import annotations
 
+import math
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timezone
@@ -232,7 +233,8 @@ class Delegations:
     # --- registering and delegating --------------------------------------------------------
 
     # Idempotent: the same task again with the same ledger is a no-op, a different one is refused.
-    @instrument_tool(name=c.TOOL_REGISTER_TASK, kind=c.KIND_DELEGATE, idempotent=True, readback=_task_readback)
+    @instrument_tool(name=c.TOOL_REGISTER_TASK, kind=c.KIND_DELEGATE, idempotent=True, readback=_task_readback,
+                     readback_timeout=math.inf)  # in this thread: the store's own timeouts bound its read
     @refuse_when_busy
     def register_task(
         self,
@@ -284,7 +286,8 @@ class Delegations:
                 )
         return success(task_id=task_id, root_task_id=task_id, hop=0, carried=ids, created=created)
 
-    @instrument_tool(name=c.TOOL_DELEGATE, kind=c.KIND_DELEGATE, readback=_task_readback)
+    @instrument_tool(name=c.TOOL_DELEGATE, kind=c.KIND_DELEGATE, readback=_task_readback,
+                     readback_timeout=math.inf)  # in this thread: the store's own timeouts bound its read
     @refuse_when_busy
     def delegate(
         self,

@@ -29,6 +29,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import inspect
+import math
 import secrets
 from collections.abc import Awaitable, Callable, Mapping
 from datetime import datetime, timezone
@@ -155,7 +156,8 @@ class Objectives:
     # --- the tools -------------------------------------------------------------------------
 
     # Idempotent: publishing a second time is refused (supersede_objective changes an objective).
-    @instrument_tool(name=c.TOOL_PUBLISH_OBJECTIVE, kind=c.KIND_WRITE, idempotent=True, readback=_version_readback)
+    @instrument_tool(name=c.TOOL_PUBLISH_OBJECTIVE, kind=c.KIND_WRITE, idempotent=True, readback=_version_readback,
+                     readback_timeout=math.inf)  # in this thread: the store's own timeouts bound its read
     @refuse_when_busy
     def publish_objective(self, task_id: str, text: str) -> dict[str, Any]:
         """Publish a task's first objective; returns its ``version``. A second publication of the
@@ -223,7 +225,8 @@ class Objectives:
             fields["previous_version"] = held["version"]
         return success(**fields)
 
-    @instrument_tool(name=c.TOOL_SUPERSEDE_OBJECTIVE, kind=c.KIND_WRITE, readback=_version_readback)
+    @instrument_tool(name=c.TOOL_SUPERSEDE_OBJECTIVE, kind=c.KIND_WRITE, readback=_version_readback,
+                     readback_timeout=math.inf)  # in this thread: the store's own timeouts bound its read
     @refuse_when_busy
     def supersede_objective(self, task_id: str, text: str, reason: str, expected_version: str) -> dict[str, Any]:
         """Replace a task's objective; returns the new ``version`` and ``holders``: every agent

@@ -22,6 +22,7 @@ human operator; it needs the operator's identity and is recorded with outcome ``
 from __future__ import annotations
 
 import json
+import math
 import threading
 import time
 from datetime import timedelta
@@ -258,7 +259,8 @@ class StateStore:
         call.set_attributes({c.STATE_KEY: key, c.STATE_VERSION_READ: version, c.GEN_AI_AGENT_ID: agent_id})
         return success(key=key, value=json.loads(value_json), version=version, exists=row is not None)
 
-    @instrument_tool(name="write_state", kind=c.KIND_WRITE, readback=_readback)
+    @instrument_tool(name="write_state", kind=c.KIND_WRITE, readback=_readback,
+                     readback_timeout=math.inf)  # in this thread: the store's own timeouts bound its read
     @refuse_when_busy
     def write_state(self, key: str, value: JSONValue, expected_version: str, agent_id: str | None = None) -> dict[str, Any]:
         """Write a shared value, but only if nobody changed it since you read it.
@@ -303,7 +305,8 @@ class StateStore:
             self._sent.last = (key, written, value_json)
         return success(key=key, version=written, previous_version=expected_version)
 
-    @instrument_tool(name="force_write_state", kind=c.KIND_WRITE, readback=_readback)
+    @instrument_tool(name="force_write_state", kind=c.KIND_WRITE, readback=_readback,
+                     readback_timeout=math.inf)  # in this thread: the store's own timeouts bound its read
     @refuse_when_busy
     def force_write_state(self, key: str, value: JSONValue, operator: str) -> dict[str, Any]:
         """Operators only: overwrite ``key`` whatever its version, on the record.

@@ -20,6 +20,7 @@ from opentelemetry.trace import Status, StatusCode
 from .. import conventions as c
 from ..envelopes import error_facts
 from ..runtime import _containment as _safe
+from ._bounded import MAX_THREADS, run_bounded
 from ._call import Call, _current
 from ._classify import OK, error_type_of, readback_value
 from ._context import AgentContext, _current_agent, _current_call_id
@@ -370,18 +371,56 @@ def silent_failure(told: bool, outcome: str) -> bool:
 
 
 def _readback(spec: ToolSpec, call: Call, result: Any, interrupted: _Interrupted) -> str:
-    """The user's read-back of a write that returned ok (the caller checked that one applies)."""
-    ok, value = _run_user(c.STAGE_READBACK, "the read-back of", spec.readback, call, result, interrupted)
-    if not ok:
+    """The user's read-back of a write that returned ok (the caller checked that one applies):
+    on a read-back thread, waited for up to the tool's ``readback_timeout`` (``_bounded``), or in
+    this thread when the tool asked for no bound. Every ``error`` says why in ``tool.readback.error``."""
+    answered: bool | None
+    if spec.readback_timeout == _INF:
+        answered, value = _run_user(c.STAGE_READBACK, "the read-back of", spec.readback, call, result, interrupted)
+    else:
+        answered, value = _bounded_readback(spec, call, result, interrupted)
+        if answered is None:
+            return c.READBACK_ERROR
+    if not answered:
+        call.attributes[c.TOOL_READBACK_ERROR] = c.READBACK_ERROR_RAISED
         return c.READBACK_ERROR
     try:
         return readback_value(value)
     except Exception as exc:  # ValueError for an unknown value; anything from an odd object
         _safe.report(c.STAGE_READBACK, f"the read-back of {spec.name}", exc)
+        call.attributes[c.TOOL_READBACK_ERROR] = c.READBACK_ERROR_RAISED
         return c.READBACK_ERROR
     except BaseException as stop:
         interrupted.keep(stop)
         return c.READBACK_ERROR
+
+
+_INF = float("inf")
+
+
+def _bounded_readback(spec: ToolSpec, call: Call, result: Any, interrupted: _Interrupted) -> tuple[bool | None, Any]:
+    """:func:`_run_user` of the read-back on a read-back thread: (True, value), (False, None) when
+    it raised (reported), (None, None) when it timed out or found no thread (reported and recorded)."""
+    try:
+        ended, value = run_bounded(spec.readback, (call, result), spec.readback_timeout)  # type: ignore[arg-type]
+    except BaseException as stop:  # Ctrl-C while waiting: the caller gets it once the call is counted
+        interrupted.keep(stop)
+        return None, None
+    if ended == "returned":
+        return True, value
+    if ended == "raised":
+        if isinstance(value, Exception):
+            _safe.report(c.STAGE_READBACK, f"the read-back of {spec.name}", value)
+        else:
+            interrupted.keep(value)
+        return False, None
+    reason = c.READBACK_ERROR_TIMEOUT if ended == "timeout" else c.READBACK_ERROR_NO_THREAD
+    call.attributes[c.TOOL_READBACK_ERROR] = reason
+    why = (f"it did not answer within readback_timeout={spec.readback_timeout:g} s" if ended == "timeout"
+           else f"all {MAX_THREADS} read-back threads are held by read-backs that never returned")
+    _safe.report(c.STAGE_READBACK, f"the read-back of {spec.name}",
+                 TimeoutError(f"read-back of {spec.name} not waited for: {why}; the tool's result went back as it was"))
+    return None, None
 
 
 def _count(

@@ -28,6 +28,10 @@ ReadbackFn = Callable[[Any, Any], Any]
 OutcomeFn = Callable[[Any, Any], "str | None"]
 """``outcome(call, result)`` returns an outcome code, or None to keep the derived one."""
 
+READBACK_TIMEOUT_SECONDS = 5.0
+"""How long a call waits for its read-back unless the tool says otherwise (``readback_timeout``):
+a read of the source of truth answers well within it, and a caller is not held longer by one that hangs."""
+
 _NO_AGENT = object()
 """No agent context is this one: the agent-attributes cache starts out matching none."""
 
@@ -65,6 +69,7 @@ class ToolOptions:
     outcomes: Iterable[str] = ()
     record_arguments: Iterable[str] = ()
     exceptions: Mapping[type[BaseException], str] | None = None
+    readback_timeout: float | None = None
 
     @classmethod
     def names(cls) -> frozenset[str]:
@@ -103,6 +108,10 @@ class ToolSpec:
     signature: inspect.Signature
     exceptions: Mapping[type[BaseException], str] = field(default_factory=dict)
     """Exception class to outcome code: such an exception is transport ``ok`` with that outcome."""
+    readback_timeout: float = field(default=0.0)
+    """Seconds the caller waits for the read-back (run on a telemetry thread); ``math.inf``: no
+    bound, the read-back runs in the tool's own thread. Set from :data:`READBACK_TIMEOUT_SECONDS`
+    when the options leave it out; meaningless without a read-back."""
     span_name: str = field(init=False)
     static_attributes: dict[str, Any] = field(init=False)
     label_outcomes: frozenset[str] = field(init=False)
@@ -235,6 +244,7 @@ def build_spec(func: Callable[..., Any], options: ToolOptions) -> ToolSpec:
             raise ConfigurationError(f"tool {label!r}: {what} must be callable(call, result), got {fn!r}")
     declared = _check_outcomes(label, outcomes)
     exceptions = _exception_outcomes(label, options.exceptions)
+    readback_timeout = _check_readback_timeout(label, options.readback_timeout, readback)
     tool_name = _check_name(name if name is not None else getattr(func, "__name__", None), name is not None)
     try:
         signature = inspect.signature(func)
@@ -263,7 +273,21 @@ def build_spec(func: Callable[..., Any], options: ToolOptions) -> ToolSpec:
         record_arguments=recorded,
         signature=signature,
         exceptions=exceptions,
+        readback_timeout=readback_timeout,
     )
+
+
+def _check_readback_timeout(tool_name: str, timeout: Any, readback: ReadbackFn | None) -> float:
+    """``readback_timeout``: seconds above 0 (``math.inf`` for none), only beside a ``readback``."""
+    if timeout is None:
+        return READBACK_TIMEOUT_SECONDS
+    if readback is None:
+        raise ConfigurationError(f"tool {tool_name!r}: readback_timeout={timeout!r} without a readback bounds "
+                                 "nothing; give readback= too, or drop readback_timeout")
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0:  # nan fails > 0
+        raise ConfigurationError(f"tool {tool_name!r}: readback_timeout must be a number of seconds above 0 "
+                                 f"(math.inf: no bound, the read-back runs in the tool's thread), got {timeout!r}")
+    return float(timeout)
 
 
 def _exception_outcomes(tool_name: str, declared: Mapping[type[BaseException], str] | None) -> dict[type[BaseException], str]:

@@ -224,7 +224,9 @@ def instrument_server(server: MCPServer, options: Mapping[str, Mapping[str, Any]
     Tools already stacked under ``@instrument_tool`` are kept (never wrapped twice); their
     annotations are checked against their hints. A tool registered *before* it was instrumented
     (``@instrument_tool`` above ``@server.tool()``) gets its wrapper put in place, with a warning
-    saying to swap the decorators. Calling this twice is harmless.
+    saying to swap the decorators. Calling this twice is harmless. When any tool is refused (a
+    name that does not match, contradicting hints, options for a tool already instrumented), the
+    ConfigurationError leaves every tool as it was before the call: never half instrumented.
     """
     mcp_server = _require_server(server, "telemetry.mcp.instrument_server")
     options = dict(options or {})
@@ -235,6 +237,34 @@ def instrument_server(server: MCPServer, options: Mapping[str, Mapping[str, Any]
             f"instrument_server: options name tools {missing} that the server does not have; "
             f"its tools are {sorted(r.name for r in records)}"
         )
+    kept = [(record, _own_state(record)) for record in records]
+    try:
+        return _instrument_records(records, options)
+    except BaseException:  # one tool refused: none is left instrumented by this call
+        for record, state in kept:
+            _put_back(record, state)
+        raise
+
+
+def _own_state(record: Any) -> dict[str, Any]:
+    """What ``record`` holds itself, the originals :func:`replace_attribute` keeps copied too."""
+    state = dict(vars(record))
+    for name, value in state.items():
+        if isinstance(value, dict) and name.startswith("__outcome_telemetry"):
+            state[name] = dict(value)
+    return state
+
+
+def _put_back(record: Any, state: dict[str, Any]) -> None:
+    own = vars(record)
+    for name in [n for n in own if n not in state]:
+        del own[name]
+    for name, value in state.items():
+        object.__setattr__(record, name, value)
+
+
+def _instrument_records(records: list[Any], options: dict[str, Mapping[str, Any]]) -> list[str]:
+    """:func:`instrument_server`'s work over ``records``; raises on the first tool it refuses."""
     wrapped: list[str] = []
     for record in records:
         spec: ToolSpec | None = getattr(record.fn, SPEC_ATTRIBUTE, None)
@@ -245,7 +275,7 @@ def instrument_server(server: MCPServer, options: Mapping[str, Mapping[str, Any]
                 f"above @server.tool()), so the server called the bare function; instrument_server put the "
                 f"instrumented one in place. Swap the two decorators (@server.tool() outermost) or use "
                 f"telemetry.mcp.tool(server, ...).",
-                stacklevel=2,
+                stacklevel=3,
             )
             if record.name in options:
                 raise ConfigurationError(

@@ -302,23 +302,66 @@ class CountingBatchProcessor(SpanProcessor):
         """Export what is queued (up to the export timeout), then shut the exporter down; idempotent.
 
         What is still queued or being exported when the timeout runs out, or when the wait is
-        interrupted, is counted as ``shutdown_timeout``.
+        interrupted, is counted as ``shutdown_timeout``. The exporter's own ``shutdown()`` gets
+        what is left of the timeout (at least :data:`EXPORTER_SHUTDOWN_GRACE_S`); one that does
+        not return by then is left running in a daemon thread and counted as an exporter failure.
         """
         if self._closed:
             return
         timeout = (self.settings.export_timeout_millis if timeout_millis is None else timeout_millis) / 1000
+        self._close()
+        self._finish(time.monotonic() + timeout)
+
+    def _close(self) -> None:
+        """Take no more spans and wake the worker for its last round."""
         self._closed = True
         self._wake.set()
         with self._room:
             self._room.notify_all()
+
+    def _finish(self, deadline: float) -> None:
+        """Wait for the worker's last round until ``deadline``, give up on what is left, shut the exporter down."""
         try:
-            self._worker.join(timeout)
+            self._worker.join(max(deadline - time.monotonic(), 0.0))
         except BaseException:  # Ctrl-C while waiting: count what the worker had left, then go
             self._give_up()
             raise
         if self._worker.is_alive():
             self._give_up()
-        try:
-            self.exporter.shutdown()
-        except Exception as exc:
-            _safe.report(c.STAGE_EXPORTER, f"shutting {type(self.exporter).__name__} down", exc, self.metrics)
+        self._shutdown_exporter(deadline)
+
+    def _shutdown_exporter(self, deadline: float) -> None:
+        """``exporter.shutdown()``, waited for until ``deadline`` (an exporter stuck in the export
+        it was given may block its own shutdown on it, as the SDK's do)."""
+        done = threading.Event()
+        name = type(self.exporter).__name__
+
+        def run() -> None:
+            try:
+                self.exporter.shutdown()
+            except Exception as exc:
+                _safe.report(c.STAGE_EXPORTER, f"shutting {name} down", exc, self.metrics)
+            finally:
+                done.set()
+
+        threading.Thread(target=run, name=f"outcome-telemetry-{self.exporter_label}-shutdown", daemon=True).start()
+        if not done.wait(max(deadline - time.monotonic(), EXPORTER_SHUTDOWN_GRACE_S)):
+            _safe.report(c.STAGE_EXPORTER, f"shutting {name} down",
+                         TimeoutError(f"{name}.shutdown() did not return within the export timeout; left running"),
+                         self.metrics)
+
+
+EXPORTER_SHUTDOWN_GRACE_S = 0.1
+"""The least an exporter's own ``shutdown()`` is given when the export timeout is used up already."""
+
+
+def shutdown_together(processors: list[CountingBatchProcessor]) -> None:
+    """Shut ``processors`` down at once rather than one after another: each gets its own export
+    timeout from the same moment, so a hung OTLP exporter and a hung extra one cost the longer
+    of their timeouts, not the sum (the SDK's provider shuts its processors down in turn)."""
+    started = time.monotonic()
+    pending = [(p, started + p.settings.export_timeout_millis / 1000) for p in processors if not p._closed]
+    for processor, _ in pending:
+        processor._close()
+    for processor, deadline in pending:
+        processor._finish(deadline)

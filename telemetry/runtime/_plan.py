@@ -201,7 +201,7 @@ def plan(
         defaults=FILE_BATCH_DEFAULTS, max_queue_size=max_queue_size, schedule_delay_millis=schedule_delay_millis,
         max_export_batch_size=max_export_batch_size, export_timeout_millis=export_timeout_millis,
         block_millis=block_millis)
-    export_settings = BatchSettings.resolve(defaults=SDK_BATCH_DEFAULTS)
+    export_settings = BatchSettings.resolve(defaults=SDK_BATCH_DEFAULTS, export_timeout_millis=export_timeout_millis)
     otlp = otlp_choice(otlp_endpoint, otlp_protocol)
     provider = _existing_provider(tracer_provider, install_global)
     resource = Resource.create({c.SERVICE_NAME: service_name} if service_name else {})

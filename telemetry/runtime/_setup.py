@@ -41,7 +41,7 @@ from prometheus_client.openmetrics.exposition import generate_latest as generate
 from .. import conventions as c
 from ..exceptions import ConfigurationError
 from . import _active as _state
-from ._batching import BatchSettings, CountingBatchProcessor
+from ._batching import BatchSettings, CountingBatchProcessor, shutdown_together
 from ._exporter import JsonLinesSpanExporter
 from ._metrics import ToolMetrics
 from ._metrics_server import stop_server
@@ -188,6 +188,7 @@ class Runtime:
             self._closed = True
         if _state.active is self:
             _state.active = None
+        shutdown_together([p for p in self._processors if isinstance(p, CountingBatchProcessor)])
         if self._owns_provider:
             self.provider.shutdown()
         else:
@@ -276,7 +277,8 @@ def configure(
         max_queue_size, schedule_delay_millis, max_export_batch_size, export_timeout_millis:
             the trace files' batching; each defaults to its ``OTEL_BSP_*`` variable, else to
             the SDK's value (the delay to 500 ms). The OTLP and extra exporters batch as the SDK
-            does, from the same variables.
+            does, from the same variables, but ``export_timeout_millis`` bounds their
+            ``shutdown()`` too (all exporters wait together; what a hung one held is counted).
         block_millis: how long a thread ending a tool span may wait for room when the file
             queue is full (default 1000); 0 drops at once. Every drop is counted.
         multiprocess_dir: prometheus-client's multiprocess folder (default:

@@ -83,11 +83,21 @@ with open(sys.argv[1], "w") as out:
 time.sleep(3600)  # never reads stdin, never answers initialize
 '''
 
+STUBBORN_SERVER = '''
+import os, signal, subprocess, sys, time
+signal.signal(signal.SIGTERM, signal.SIG_IGN)  # ignores SIGTERM, and starts a process of its own
+helper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(3600)"])
+with open(sys.argv[1] + ".tmp", "w") as out:
+    out.write(f"{os.getpid()} {helper.pid}")
+os.replace(sys.argv[1] + ".tmp", sys.argv[1])
+time.sleep(3600)
+'''
+
 
 @pytest.fixture
 def folder(tmp_path: Path) -> Path:
     for name, text in (("critical", CRITICAL), ("exits", EXITS), ("script", SCRIPT), ("required", REQUIRED),
-                       ("hung_server", HUNG_SERVER)):
+                       ("hung_server", HUNG_SERVER), ("stubborn_server", STUBBORN_SERVER)):
         (tmp_path / f"{name}.py").write_text(textwrap.dedent(text))
     return tmp_path
 
@@ -155,8 +165,9 @@ def server_pid(folder: Path) -> Iterator[Path]:
     """Where the hung server writes its pid; it is killed at the end if still there."""
     path = folder / "pid"
     yield path
-    if path.exists() and _alive(int(path.read_text())):
-        os.kill(int(path.read_text()), signal.SIGKILL)
+    for pid in (int(p) for p in (path.read_text().split() if path.exists() else [])):
+        if _alive(pid):
+            os.kill(pid, signal.SIGKILL)
 
 
 def test_an_audit_killed_by_sigterm_stops_its_stdio_server(folder: Path, server_pid: Path) -> None:
@@ -184,6 +195,43 @@ def test_an_audit_killed_by_sigterm_stops_its_stdio_server(folder: Path, server_
             audit.wait()
     assert audit.returncode in (-signal.SIGTERM, 128 + signal.SIGTERM), (audit.returncode, log.read_text()[-2000:])
     assert not _alive(pid), "the --mcp-stdio server outlived the audit"
+
+
+@pytest.mark.parametrize("server", ["hung_server", "stubborn_server"])
+def test_an_audit_killed_by_sigkill_takes_its_stdio_server_with_it(folder: Path, server_pid: Path, server: str) -> None:
+    """SIGKILL to an audit waiting on a hung --mcp-stdio server: no code of the audit runs, yet the
+    server (in a session of its own) ends too, and so does a process it started, even when it
+    ignores SIGTERM (SIGKILL follows the grace)."""
+    command = f"{shlex.quote(sys.executable)} {server}.py {shlex.quote(str(server_pid))}"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
+    log = folder / "audit.log"
+    with open(log, "w") as output:
+        audit = subprocess.Popen([sys.executable, "-m", "telemetry.cli", "audit", "--mcp-stdio", command,
+                                  "--timeout", "600"], cwd=folder, env=env, stdout=output, stderr=output)
+    try:
+        deadline = time.monotonic() + BOUND_SECONDS
+        while not (server_pid.exists() and server_pid.read_text()) and time.monotonic() < deadline:
+            assert audit.poll() is None, log.read_text()
+            time.sleep(0.05)
+        pids = [int(p) for p in server_pid.read_text().split()]
+        assert all(_alive(p) for p in pids)
+        audit.kill()
+        audit.wait(timeout=BOUND_SECONDS)
+        deadline = time.monotonic() + 30  # the poll, the grace, then SIGKILL: a few seconds
+        while any(_alive(p) for p in pids) and time.monotonic() < deadline:
+            time.sleep(0.1)
+    finally:
+        if audit.poll() is None:
+            audit.kill()
+            audit.wait()
+    assert audit.returncode == -signal.SIGKILL
+    assert not [p for p in pids if _alive(p)], f"the --mcp-stdio server outlived the audit: {log.read_text()[-2000:]}"
+
+
+def test_a_stdio_command_that_is_no_program_is_named(folder: Path) -> None:
+    result = _audit(folder, "--mcp-stdio", "no-such-mcp-server --port 1", timeout=60)
+    assert result.returncode == 2
+    assert "'no-such-mcp-server' is no program" in result.stderr, result.stderr
 
 
 def test_sarif_uris_are_percent_encoded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,

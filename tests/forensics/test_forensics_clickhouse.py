@@ -250,6 +250,24 @@ def test_cli_reads_clickhouse_and_refuses_paths_with_it(tmp_path: Path, chdb_dir
     assert "not a duration" in capsys.readouterr().err
 
 
+def test_a_missing_chdb_directory_is_refused_by_name_and_nothing_is_created(tmp_path: Path,
+                                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    """`chdb:///missing` (a mistyped path): exit 2 naming it, and no empty data directory left
+    behind (chDB would create one and every read would then say "no table"); a file is refused too."""
+    missing = tmp_path / "no such chdb"
+    assert forensics_main(["report", "--clickhouse", f"chdb://{missing}", "--last", "1h", "-q"]) == 2
+    err = capsys.readouterr().err
+    assert f"chdb://{missing}: no chDB data directory there" in err
+    assert not missing.exists()
+    with pytest.raises(ClickHouseInputError, match="no chDB data directory"):
+        open_clickhouse(f"chdb://{missing}", last="1h")
+    assert not missing.exists()
+    afile = tmp_path / "spans.jsonl"
+    afile.write_text("")
+    with pytest.raises(ClickHouseInputError, match="is a file, not a chDB data directory"):
+        open_clickhouse(f"chdb://{afile}", last="1h")
+
+
 def _evidence_lines() -> tuple[list[str], list[str], list[str]]:
     """Spans that exercise every evidence rule: clock skew between two services, chains without a
     root and with a gap, spans whose kind is inferred or undecided; then an identical copy of some

@@ -95,6 +95,42 @@ def test_an_unreadable_trace_file_is_a_named_input_error(tmp_path: Path, locked:
         assert "Traceback" not in result.stderr and "PermissionError" not in result.stderr
 
 
+def test_skip_unreadable_reads_the_rest_and_names_every_skip(tmp_path: Path, locked: list[Path]) -> None:
+    """--skip-unreadable (opt-in): an unlistable sub-folder and an unreadable file are skipped, the
+    rest answered (exit 0); each skip is counted and named in the evidence (JSON), the warnings
+    and a note on every answer. Without it the same input is still refused; with nothing
+    readable left it is refused too."""
+    top = tmp_path / "traces"
+    (top / "host-a").mkdir(parents=True)
+    (top / "host-b").mkdir()
+    (top / "host-a" / "t.jsonl").write_text("\n".join(_lines(3, "a")) + "\n")
+    (top / "host-b" / "t.jsonl").write_text("\n".join(_lines(4, "b")) + "\n")
+    secret = top / "host-a" / "secret.jsonl"
+    secret.write_text("\n".join(_lines(2, "s")) + "\n")
+    for path in (top / "host-b", secret):
+        path.chmod(0)
+        locked.append(path)
+    assert _command("forensics", "report", str(top), "-q", as_a_user=True).returncode == 2
+    result = _command("forensics", "report", str(top), "-q", "--skip-unreadable", "--format", "json", as_a_user=True)
+    assert result.returncode == 0, result.stderr[-2000:]
+    evidence = json.loads(result.stdout)["evidence"]
+    assert evidence["spans_read"] == 3
+    skipped = evidence["unreadable_skipped"]
+    assert skipped["count"] == 2
+    assert {Path(p["path"]).name for p in skipped["paths"]} == {"host-b", "secret.jsonl"}
+    assert all(p["reason"] == "Permission denied" for p in skipped["paths"])
+    assert "skipped 2 unreadable folder(s) or file(s)" in result.stderr and "host-b" in result.stderr
+    run = _command("forensics", "run", "lost_updates", str(top), "-q", "--skip-unreadable", as_a_user=True)
+    assert run.returncode == 0 and "note: 2 unreadable folder(s) or file(s) skipped" in run.stdout, run.stdout
+    ingest = _command("forensics", "ingest", str(top), "--to", str(tmp_path / "parquet"), "-q", "--skip-unreadable",
+                      as_a_user=True)
+    assert ingest.returncode == 0 and "skipped 2 unreadable" in ingest.stderr, ingest.stderr[-2000:]
+    (top / "host-a").chmod(0)
+    locked.append(top / "host-a")
+    nothing = _command("forensics", "report", str(top), "-q", "--skip-unreadable", as_a_user=True)
+    assert nothing.returncode == 2 and "nothing readable among the trace paths" in nothing.stderr, nothing.stderr
+
+
 def test_a_fifo_among_the_paths_is_refused_by_name(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """A named pipe, given or in a trace folder under a trace file's name, is refused (it cannot be
     read twice, and nothing may be left out silently) without blocking on it."""
@@ -220,3 +256,41 @@ def test_a_max_line_bytes_too_large_for_memory_is_a_named_error(tmp_path: Path) 
     assert result.returncode in (0, 2), result.stderr[-2000:]
     if result.returncode == 2:
         assert "memory limit" in result.stderr and "--skip-bad-lines" in result.stderr, result.stderr
+
+
+def _long_line_file(tmp_path: Path, length: int) -> Path:
+    lines = _lines()
+    data = json.loads(lines[1])
+    data["resourceSpans"][0]["scopeSpans"][0]["spans"][0]["attributes"].append(
+        {"key": "blob", "value": {"stringValue": "x" * length}})
+    path = tmp_path / "long.jsonl"
+    path.write_text(lines[0] + "\n" + json.dumps(data) + "\n" + lines[2] + "\n")
+    return path
+
+
+@pytest.mark.parametrize("length, max_line, small_limit", [(10_000_000, "20M", "64M")])
+def test_a_long_line_is_read_by_following_the_refusals_advice(tmp_path: Path, length: int, max_line: str,
+                                                               small_limit: str) -> None:
+    """A line too long for the memory limit (the 100 MB line's case, at a size that keeps the test
+    cheap: the limit is the parameter): refused naming the --memory-limit that reads it; passing
+    exactly that reads every span, the long line's included."""
+    path = _long_line_file(tmp_path, length)
+    refused = _command("forensics", "report", str(path), "-q", "--max-line-bytes", max_line,
+                       "--memory-limit", small_limit)
+    assert refused.returncode == 2 and "Traceback" not in refused.stderr, refused.stderr[-2000:]
+    advice = refused.stderr.split("pass --memory-limit ", 1)[1].split()[0]
+    assert advice.endswith("G"), refused.stderr
+    read = _command("forensics", "report", str(path), "-q", "--max-line-bytes", max_line, "--memory-limit", advice,
+                    "--format", "json")
+    assert read.returncode == 0, read.stderr[-2000:]
+    assert json.loads(read.stdout)["evidence"]["spans_read"] == 3
+
+
+def test_a_bad_memory_limit_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "t.jsonl"
+    path.write_text("\n".join(_lines()) + "\n")
+    for value in ("1M", "lots"):
+        result = _command("forensics", "report", str(path), "-q", "--memory-limit", value)
+        assert result.returncode == 2 and "memory" in result.stderr.lower(), result.stderr
+    with pytest.raises(ForensicsInputError, match="at least 64M"):
+        open_traces([path], memory_limit=1024)

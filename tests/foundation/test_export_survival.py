@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import sys
 import textwrap
@@ -285,6 +286,54 @@ def test_shutdown_behind_a_hung_exporter_takes_its_timeout_and_counts_every_span
     hung.release.set()
     assert took < 3, f"shutdown took {took:.1f} s with export_timeout_millis=1000"
     assert processor.dropped[c.DROP_SHUTDOWN_TIMEOUT] == 700
+
+
+class HungShutdown(Hung):
+    """Hung in its export, and its own shutdown() waits for that export (as the SDK's exporters may)."""
+
+    def shutdown(self) -> None:
+        self.release.wait(60)
+
+
+def test_configures_export_timeout_bounds_a_hung_otlp_endpoint_and_extra_exporter_together(tmp_path: Path) -> None:
+    """configure(export_timeout_millis=1000) with a real OTLP/HTTP endpoint on loopback that accepts
+    and never answers, and an extra exporter hung in its export and in its shutdown: shutdown()
+    returns after about the one timeout (the exporters wait together, not in turn; before, 30 s
+    for the extra exporter and the OTLP exporter's own request timeouts), and every span each of
+    them held, its in-flight batch included, is counted as shutdown_timeout; the shutdown left
+    hanging is counted as an exporter failure."""
+    pytest.importorskip("opentelemetry.exporter.otlp.proto.http.trace_exporter")
+    silent = socket.socket()
+    silent.bind(("127.0.0.1", 0))
+    silent.listen(64)  # the kernel accepts connections; nobody ever reads or answers
+    hung = HungShutdown()
+    try:
+        rt = telemetry.configure(service_name="hung", traces_dir=tmp_path, metrics_port=None, extra_exporters=[hung],
+                                 otlp_endpoint=f"http://127.0.0.1:{silent.getsockname()[1]}/v1/traces",
+                                 export_timeout_millis=1000, schedule_delay_millis=50)
+
+        @telemetry.instrument_tool(kind="read")
+        def lookup(i: int) -> dict[str, bool]:
+            return {"ok": True}
+
+        for i in range(700):
+            lookup(i)
+        assert hung.entered.wait(10)
+        time.sleep(0.3)  # the OTLP worker is inside its first request by now
+        started = time.monotonic()
+        rt.shutdown()
+        took = time.monotonic() - started
+    finally:
+        hung.release.set()
+        silent.close()
+    assert took < 5, f"shutdown took {took:.1f} s with export_timeout_millis=1000"
+    for exporter in (c.EXPORTER_OTLP, c.EXPORTER_OTHER):
+        assert rt.dropped_spans[exporter][c.DROP_SHUTDOWN_TIMEOUT] == 700, (exporter, rt.dropped_spans)
+        labels = {c.LABEL_EXPORTER: exporter, c.LABEL_REASON: c.DROP_SHUTDOWN_TIMEOUT}
+        assert rt.registry.get_sample_value(c.METRIC_SPANS_DROPPED_TOTAL, labels) == 700
+    written = [json.loads(line) for path in tmp_path.glob("*.jsonl") for line in path.read_text().splitlines()]
+    assert sum(len(ss["spans"]) for d in written for rs in d["resourceSpans"] for ss in rs["scopeSpans"]) == 700
+    assert rt.registry.get_sample_value(c.METRIC_INTERNAL_ERRORS_TOTAL, {c.LABEL_STAGE: c.STAGE_EXPORTER}) == 1
 
 
 class Interrupting(SpanExporter):

@@ -161,6 +161,31 @@ def test_helper_misuse_says_how_to_fix_it() -> None:
         tmcp.instrument_server(renamed)
 
 
+async def test_a_refused_tool_leaves_the_whole_server_as_it_was(telemetry_capture: Any) -> None:
+    """instrument_server refusing one tool (renamed under @instrument_tool, after a bare tool it had
+    already wrapped) leaves no tool instrumented: calls record nothing, tools/list is unchanged;
+    following the message's advice then instruments both."""
+    server = MCPServer("half")
+    server.add_tool(get_state)
+    server.tool(name="tally")(instrument_tool(kind="read")(count))
+    before = [t.model_dump(mode="json", by_alias=True) for t in (await tools_of(server)).tools]
+    with pytest.raises(ConfigurationError, match=r"pass name='tally' to instrument_tool"):
+        tmcp.instrument_server(server, {"get_state": {"kind": "read", "idempotent": True}})
+    async with Client(server, mode="legacy") as client:
+        await client.call_tool("get_state", {"key": "k"})
+    assert telemetry_capture.spans("get_state") == []
+    assert [t.model_dump(mode="json", by_alias=True) for t in (await tools_of(server)).tools] == before
+    assert tmcp.uninstrument_server(server) == []  # nothing was left replaced
+    fixed = MCPServer("fixed")
+    fixed.add_tool(get_state)
+    fixed.tool(name="tally")(instrument_tool(kind="read", name="tally")(count))
+    assert tmcp.instrument_server(fixed, {"get_state": {"kind": "read"}}) == ["get_state"]
+    async with Client(fixed, mode="legacy") as client:
+        await client.call_tool("get_state", {"key": "k"})
+        await client.call_tool("tally", {"n": 1})
+    assert telemetry_capture.calls("get_state") == 1.0 and telemetry_capture.calls("tally") == 1.0
+
+
 async def test_wrong_decorator_order_is_found_and_fixed_with_a_warning(
     telemetry_capture: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

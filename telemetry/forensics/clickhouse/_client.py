@@ -216,6 +216,19 @@ def _batches(context: Any, connection: ClickHouseConnection, doing: str) -> Iter
         yield from (batch.to_batches() if hasattr(batch, "to_batches") else [batch])
 
 
+def _existing_data_directory(path: str) -> None:
+    """Refuse a chDB data directory that is not there: chDB would create an empty one and every
+    read would then say "no table", leaving a stray folder behind a mistyped path."""
+    if path == ":memory:":
+        return
+    if not os.path.exists(path):
+        raise ClickHouseInputError(
+            f"chdb://{path}: no chDB data directory there (nothing was created); name the folder the chDB "
+            "that holds the spans keeps its data in, e.g. chdb:///var/lib/otel/chdb")
+    if not os.path.isdir(path):
+        raise ClickHouseInputError(f"chdb://{path} is a file, not a chDB data directory; name its folder")
+
+
 def connect(url: str, *, password_env: str = PASSWORD_ENV, environ: Mapping[str, str] | None = None) -> ClickHouseConnection:
     """Open a client for ``url``, with the password from ``password_env``, and check it answers."""
     target = parse_url(url)
@@ -227,6 +240,7 @@ def connect(url: str, *, password_env: str = PASSWORD_ENV, environ: Mapping[str,
     query_timeout = _seconds(target.options, "query_timeout", QUERY_TIMEOUT_S)
     if target.scheme == "chdb":
         require("chdb", extra="chdb", needed_for="a chdb:// URL (chDB in process)", error=ClickHouseInputError)
+        _existing_data_directory(target.path)
         kwargs: dict[str, Any] = {"dsn": f"chdb://{target.path}"}
     else:
         verify = target.options.get("verify", "1").lower() not in ("0", "false", "no")

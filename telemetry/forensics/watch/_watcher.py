@@ -37,6 +37,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from ... import conventions as c
 from ...exceptions import ForensicsInputError, TelemetryError
+from .._evidence import printable
 from .._loading import MAX_LINE_BYTES
 from .._questions import question
 from ._clickhouse import ClickHouseSource, ClickHouseWindow
@@ -246,8 +247,8 @@ class Watcher:
             m.lag.set(max(self._wall() - self.window.newest_ns / 1e9, 0.0))
         if self.out is not None:
             for finding in result.new:
-                described = ", ".join(f"{k}={finding.row.get(k)}" for k in WATCHED[finding.question].key
-                                      if finding.row.get(k) is not None)
+                described = printable(", ".join(f"{k}={finding.row.get(k)}" for k in WATCHED[finding.question].key
+                                                if finding.row.get(k) is not None))
                 print(f"new finding: {finding.question} ({finding.severity}): {described}", file=self.out,
                       flush=True)
 
