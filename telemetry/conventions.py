@@ -95,6 +95,8 @@ SCHEDULE_WINDOW_SECONDS: Final = "schedule.window_seconds"
 """The review window the send was scheduled with; 0 means nobody could review it before it fired."""
 SCHEDULE_FIRES_AT: Final = "schedule.fires_at"
 """When the send fires (ISO 8601, UTC), as it stood when the span was recorded."""
+SCHEDULE_IN_WINDOW: Final = "schedule.in_window"
+"""On a cancel: whether it came before the send was due (by the guard's clock, not the span's)."""
 
 # --- the triad's values ----------------------------------------------------------------------
 

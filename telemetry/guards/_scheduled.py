@@ -343,10 +343,16 @@ class ScheduledSends:
             row = conn.execute("SELECT * FROM guard_scheduled_sends WHERE scheduled_id = ?", (scheduled_id,)).fetchone()
             if row is None:
                 return _not_found(scheduled_id)
-            call.set_attributes({c.SCHEDULE_TOOL: row["tool"], c.SCHEDULE_WINDOW_SECONDS: float(row["window_seconds"])})
-            answer = rows.review(conn, row, agent_id, reason, cancel=cancel, now=self._now())
-        if answer.get(c.ENVELOPE_OK):
-            call.set_attributes({c.SCHEDULE_EVENT: event, c.SCHEDULE_FIRES_AT: answer.get("fires_at")})
+            call.set_attributes({c.SCHEDULE_TOOL: row["tool"], c.SCHEDULE_WINDOW_SECONDS: float(row["window_seconds"]),
+                                 c.SCHEDULE_FIRES_AT: rows.iso(float(row["fires_at"]))})
+            now = self._now()
+            answer = rows.review(conn, row, agent_id, reason, cancel=cancel, now=now)
+        if answer.get(c.ENVELOPE_OK) and not answer.get("already"):
+            call.set_attribute(c.SCHEDULE_EVENT, event)
+            if cancel:
+                call.set_attribute(c.SCHEDULE_IN_WINDOW, now <= float(row["fires_at"]))
+            else:
+                call.set_attribute(c.SCHEDULE_FIRES_AT, answer["fires_at"])
             call.set_readback(rows.status_of(self.store, scheduled_id) == answer["status"])
         return answer
 
