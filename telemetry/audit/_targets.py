@@ -23,7 +23,18 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from ..exceptions import AuditTargetError
-from ..guards import Delegations, IdempotencyKeys, Objectives, Planner, ScopedTools, StateStore, ToolRegistry
+from ..guards import (
+    SCHEDULE_ATTRIBUTE,
+    Delegations,
+    IdempotencyKeys,
+    Objectives,
+    Planner,
+    ScheduledSends,
+    ScheduleSpec,
+    ScopedTools,
+    StateStore,
+    ToolRegistry,
+)
 from ..guards._idempotency import KEY_PARAMETER_ATTRIBUTE
 from ..instrument import SPEC_ATTRIBUTE, ToolSpec
 from . import _mcp_listing as mcp_listing
@@ -37,6 +48,7 @@ AGENT_TOOLS: dict[type, tuple[str, ...]] = {
     Planner: ("plan_change", "commit_plan"),
     Delegations: ("get_task", "register_task", "delegate"),
     Objectives: ("publish_objective", "get_objective", "supersede_objective"),
+    ScheduledSends: ("get_scheduled_send", "cancel_scheduled_send", "approve_scheduled_send"),
 }
 """The tools each guards object offers an agent (``force_write_state`` is an operator's tool)."""
 
@@ -221,6 +233,8 @@ def from_callable(
         input_schema=schema,
         instrumented=spec is not None,
         idempotency_key=getattr(func, KEY_PARAMETER_ATTRIBUTE, None),
+        review_seconds=schedule.review_seconds if isinstance(schedule := getattr(func, SCHEDULE_ATTRIBUTE, None),
+                                                              ScheduleSpec) else None,
         source=_source(func),
         notes=notes,
     )

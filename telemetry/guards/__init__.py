@@ -14,7 +14,7 @@ from ._inventory import ScopedTools, ToolRegistry
 from ._objectives import Objectives, guarded_send
 from ._plans import Action, Planner, PlanWriter, Transform
 from ._postgres import PostgresStore
-from ._scheduled import ScheduledSends, ScheduleSpec
+from ._scheduled import MAX_REVIEW_SECONDS, SCHEDULE_ATTRIBUTE, ScheduledSends, ScheduleSpec
 from ._sqlite import SQLiteStore
 from ._state import ABSENT_VERSION, DEFAULT_CHANGE_RETENTION, JSONValue, StateStore
 from ._store import Store, StoreBusy, StoreDisconnected, StoreUnavailable, open_store
@@ -28,10 +28,12 @@ __all__ = [
     "Delegations",
     "IdempotencyKeys",
     "JSONValue",
+    "MAX_REVIEW_SECONDS",
     "Objectives",
     "PlanWriter",
     "Planner",
     "PostgresStore",
+    "SCHEDULE_ATTRIBUTE",
     "SQLiteStore",
     "ScheduleSpec",
     "ScheduledSends",

@@ -6,6 +6,7 @@ from __future__ import annotations
 import inspect
 import sys
 import types
+from datetime import datetime, timezone
 from typing import Any
 
 import pytest
@@ -13,11 +14,15 @@ import pytest
 from telemetry import agent, instrument_tool
 from telemetry import conventions as c
 from telemetry.exceptions import ConfigurationError
-from telemetry.guards import Objectives, ScheduledSends, open_store
-from telemetry.guards._schedule_store import iso
+from telemetry.guards import SCHEDULE_ATTRIBUTE, Objectives, ScheduledSends, open_store
 from telemetry.testing import Capture
 
 POLICY = "refund-policy"
+
+
+def iso(epoch: float) -> str:
+    return datetime.fromtimestamp(epoch, tz=timezone.utc).isoformat().replace("+00:00", "Z")
+
 WINDOW = 600.0
 T0 = 1_800_000_000.0
 
@@ -210,7 +215,7 @@ def test_a_tool_this_process_cannot_reach_stays_scheduled(store_url: str) -> Non
     crew = Crew(store_url, window=0)
     sid = crew.send("T-1", "draft", crew.v1, "responder")["scheduled_id"]
     other = ScheduledSends(crew.objectives.store, crew.objectives, clock=crew.clock)
-    assert other.fire_due() == [{"scheduled_id": sid, "tool": crew.send.__outcome_telemetry_schedule__.scope,
+    assert other.fire_due() == [{"scheduled_id": sid, "tool": getattr(crew.send, SCHEDULE_ATTRIBUTE).scope,
                                  "status": "unresolved", "outcome": None}]
     assert crew.sends.get_scheduled_send(sid)["status"] == "scheduled"
     assert [r["status"] for r in crew.sends.fire_due()] == ["fired"]

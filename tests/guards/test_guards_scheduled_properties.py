@@ -13,8 +13,7 @@ from hypothesis import strategies as st
 from telemetry import conventions as c
 from telemetry import instrument_tool
 from telemetry.exceptions import ConfigurationError
-from telemetry.guards import Objectives, ScheduledSends, open_store
-from telemetry.guards._scheduled import MAX_REVIEW_SECONDS
+from telemetry.guards import MAX_REVIEW_SECONDS, Objectives, ScheduledSends, open_store
 from telemetry.testing import Capture
 
 from .hostile import FUZZ, anything, assert_consistent, assert_envelope
