@@ -8,8 +8,8 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry
 
-from telemetry import conventions as c
 from telemetry import configure, instrument_tool
+from telemetry import conventions as c
 from telemetry.audit import NO, YES, audit_tools, run_audit
 from telemetry.audit._model import PREVIEWABLE
 from telemetry.audit._report import TargetInfo
