@@ -23,62 +23,31 @@ pickle and task queues find functions) or through :meth:`ScheduledSends.register
 
 from __future__ import annotations
 
-import contextvars
 import functools
-import importlib
 import inspect
 import json
 import math
 import secrets
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
-from typing import Any, Final, TypeVar
+from typing import Any, TypeVar
 
 from .. import conventions as c
 from ..exceptions import ConfigurationError
 from ..instrument import SPEC_ATTRIBUTE, agent, current_agent, current_call, instrument_tool
 from ..runtime import _containment as _safe
+from . import _schedule_firing as fire
 from . import _schedule_store as rows
 from . import _validation as validation
 from ._envelope import busy_refusal, refusal, refuse_when_busy, success
 from ._objectives import POLICY_VERSION_PARAMETER, Objectives
+from ._schedule_firing import MAX_REVIEW_SECONDS, SCHEDULE_ATTRIBUTE, ScheduleSpec
 from ._store import StoreBusy, require_store
 from ._validation import BadInput
 
 __all__ = ["MAX_REVIEW_SECONDS", "SCHEDULE_ATTRIBUTE", "ScheduleSpec", "ScheduledSends"]
 
 F = TypeVar("F", bound=Callable[..., Any])
-
-MAX_REVIEW_SECONDS: Final = 30 * 24 * 3600.0
-"""The longest review window a tool may declare (30 days)."""
-
-SCHEDULE_ATTRIBUTE: Final = "__outcome_telemetry_schedule__"
-"""Set on every function :meth:`ScheduledSends.schedule_send` guards (``functools.wraps`` copies
-it onto ``@instrument_tool``'s wrapper): its :class:`ScheduleSpec`, for firing and for the audit."""
-
-
-@dataclass(frozen=True)
-class ScheduleSpec:
-    """What a scheduled-send tool declares: where it lives, its policy and its review window."""
-
-    scope: str
-    """``module:qualname`` of the guarded function: how a firing process finds it."""
-    policy_task_id: str
-    review_seconds: float
-    agent_parameter: str
-
-
-@dataclass
-class _Firing:
-    """One fire in progress, seen by the guard inside the tool's own span."""
-
-    row: Mapping[str, Any]
-    admitted: bool = False
-    verdict: dict[str, Any] | None = None
-
-
-_firing: contextvars.ContextVar[_Firing | None] = contextvars.ContextVar("outcome_telemetry_firing", default=None)
 
 
 class ScheduledSends:
@@ -125,7 +94,7 @@ class ScheduledSends:
         """
         if not isinstance(policy_task_id, str) or validation.text_problem("policy_task_id", policy_task_id):
             raise ConfigurationError(f"schedule_send needs policy_task_id, the policy's task id; got {validation.show(policy_task_id)}")
-        window = review_window(review_seconds)
+        window = fire.review_window(review_seconds)
 
         def decorate(func: F) -> F:
             label = getattr(func, "__name__", repr(func))
@@ -149,7 +118,7 @@ class ScheduledSends:
 
             @functools.wraps(func)
             def guarded(*args: Any, **kwargs: Any) -> Any:
-                firing = _firing.get()
+                firing = fire.firing.get()
                 if firing is not None and firing.row["scope"] == spec.scope:
                     return self._fire_body(func, spec, firing, args, kwargs)
                 return self._schedule(spec, signature, args, kwargs)
@@ -206,7 +175,7 @@ class ScheduledSends:
             f"with get_scheduled_send({scheduled_id!r}).",
         )
 
-    def _fire_body(self, func: Callable[..., Any], spec: ScheduleSpec, firing: _Firing, args: tuple[Any, ...],
+    def _fire_body(self, func: Callable[..., Any], spec: ScheduleSpec, firing: fire.Firing, args: tuple[Any, ...],
                    kwargs: dict[str, Any]) -> Any:
         """Inside the tool's span at fire time: check the policy again, then run the body (or refuse)."""
         row = firing.row
@@ -244,7 +213,7 @@ class ScheduledSends:
 
     def _resolve(self, scope: str) -> Callable[..., Any] | None:
         if scope not in self._tools:
-            found = _by_name(scope)
+            found = fire.by_name(scope)
             if found is None:
                 return None
             self._tools[scope] = found
@@ -273,9 +242,9 @@ class ScheduledSends:
         return handled
 
     def _fire(self, row: Mapping[str, Any], tool: Callable[..., Any]) -> dict[str, Any]:
-        firing = _Firing(row)
-        args, kwargs = _call_arguments(inspect.signature(tool), json.loads(row["arguments"]))
-        token = _firing.set(firing)
+        firing = fire.Firing(row)
+        args, kwargs = fire.call_arguments(inspect.signature(tool), json.loads(row["arguments"]))
+        token = fire.firing.set(firing)
         result: Any = None
         failure: BaseException | None = None
         try:
@@ -287,8 +256,8 @@ class ScheduledSends:
         except Exception as exc:  # the body failed (or the store under the check): recorded, the loop goes on
             failure = exc
         finally:
-            _firing.reset(token)
-        status, outcome, stored = _verdict(firing, result, failure)
+            fire.firing.reset(token)
+        status, outcome, stored = fire.verdict(firing, result, failure)
         try:
             rows.finish(self.store, row["scheduled_id"], status, outcome, stored, self._now())
         except Exception as exc:
@@ -368,71 +337,6 @@ class ScheduledSends:
                 (rows.SCHEDULED, rows.APPROVED, rows.FIRING),
             ).fetchall()
         return [rows.public(r) for r in found]
-
-
-def review_window(value: Any) -> float:
-    """``value`` as a review window in seconds, or a :class:`ConfigurationError` naming it."""
-    try:
-        valid = not isinstance(value, bool) and isinstance(value, (int, float)) and math.isfinite(value) \
-            and 0 <= value <= MAX_REVIEW_SECONDS
-    except (OverflowError, TypeError):
-        valid = False
-    if not valid:
-        raise ConfigurationError(f"review_seconds must be a number of seconds from 0 to {MAX_REVIEW_SECONDS:g}, got "
-                                 f"{validation.show(value)}")
-    return float(value)
-
-
-def _by_name(scope: str) -> Callable[..., Any] | None:
-    """The scheduled-send tool importable as ``scope`` (``module:qualname``), or None."""
-    module_name, _, qualname = scope.partition(":")
-    if "<locals>" in qualname:
-        return None
-    try:
-        obj: Any = importlib.import_module(module_name)
-        for part in qualname.split("."):
-            obj = getattr(obj, part)
-    except (ImportError, AttributeError):
-        return None
-    spec = getattr(obj, SCHEDULE_ATTRIBUTE, None)
-    return obj if isinstance(spec, ScheduleSpec) and spec.scope == scope and callable(obj) else None
-
-
-def _call_arguments(signature: inspect.Signature, stored: dict[str, Any]) -> tuple[list[Any], dict[str, Any]]:
-    """The stored bound arguments as ``(args, kwargs)`` for ``signature``."""
-    args: list[Any] = []
-    kwargs: dict[str, Any] = {}
-    for name, param in signature.parameters.items():
-        if name not in stored:
-            continue
-        if param.kind is inspect.Parameter.POSITIONAL_ONLY:
-            args.append(stored[name])
-        elif param.kind is inspect.Parameter.VAR_POSITIONAL:
-            args.extend(stored[name])
-        elif param.kind is inspect.Parameter.VAR_KEYWORD:
-            kwargs.update(stored[name])
-        else:
-            kwargs[name] = stored[name]
-    return args, kwargs
-
-
-def _verdict(firing: _Firing, result: Any, failure: BaseException | None) -> tuple[str, str | None, str | None]:
-    """``(status, outcome, stored result)`` of a fire."""
-    from ..instrument import classify_result
-
-    if firing.admitted:
-        if failure is not None:
-            return rows.FAILED, type(failure).__name__, None
-        outcome = classify_result(result).outcome
-        try:
-            stored = json.dumps(result, sort_keys=True, default=str)
-        except (TypeError, ValueError, RecursionError):
-            stored = None
-        return rows.FIRED, outcome, stored
-    verdict = firing.verdict
-    if verdict is None or verdict.get(c.ENVELOPE_ERROR) == c.OUTCOME_RATE_LIMITED:
-        return rows.SCHEDULED, None, None  # not checked (busy store, or failed before the check): a later pass retries
-    return rows.REFUSED, str(verdict.get(c.ENVELOPE_ERROR)), json.dumps(verdict, sort_keys=True, default=str)
 
 
 def _not_found(scheduled_id: str) -> dict[str, Any]:
