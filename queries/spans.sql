@@ -34,7 +34,8 @@
 --   idempotency_payload_hash, idempotency_original_id, deduplicated (BOOLEAN), silent_failure
 --   (BOOLEAN: tool.silent_failure, false when absent), plan_id,
 --   plan_objects_matched, plan_changed_count, plan_outside_target_changed_count (BIGINT),
---   plan_binding_moved
+--   plan_binding_moved, schedule_id, schedule_event, schedule_tool, schedule_window_seconds (DOUBLE),
+--   schedule_fires_at, schedule_in_window (BOOLEAN: schedule.in_window, NULL when absent)
 --   tool_kind_source        'recorded' | 'inferred' | 'inferred_from_name' | 'inferred_from_arguments'
 --                           | 'ambiguous' | 'undecided' (see the view below)
 --   the span-format layer (the view below): span_format ('outcome-telemetry' for our spans, a peer
@@ -219,7 +220,15 @@ WITH typed AS (
             AS plan_changed_count,
         TRY_CAST(TRY_CAST(attribute_values[list_position(attribute_keys, 'plan.outside_target_changed_count')] AS DOUBLE)
             AS BIGINT) AS plan_outside_target_changed_count,
-        attribute_values[list_position(attribute_keys, 'plan.binding_moved')] AS plan_binding_moved
+        attribute_values[list_position(attribute_keys, 'plan.binding_moved')] AS plan_binding_moved,
+        attribute_values[list_position(attribute_keys, 'schedule.id')] AS schedule_id,
+        attribute_values[list_position(attribute_keys, 'schedule.event')] AS schedule_event,
+        attribute_values[list_position(attribute_keys, 'schedule.tool')] AS schedule_tool,
+        TRY_CAST(attribute_values[list_position(attribute_keys, 'schedule.window_seconds')] AS DOUBLE)
+            AS schedule_window_seconds,
+        attribute_values[list_position(attribute_keys, 'schedule.fires_at')] AS schedule_fires_at,
+        lower(attribute_values[list_position(attribute_keys, 'schedule.in_window')]) IN ('true', '1')
+            AS schedule_in_window
     FROM query_table(checked)
 )
 SELECT coalesce(conversation_id, trace_id) AS run_id, * FROM typed;

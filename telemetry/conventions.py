@@ -85,6 +85,18 @@ PLAN_OBJECTS_MATCHED: Final = "plan.objects_matched"
 PLAN_CHANGED_COUNT: Final = "plan.changed_count"
 PLAN_OUTSIDE_TARGET_CHANGED_COUNT: Final = "plan.outside_target_changed_count"
 PLAN_BINDING_MOVED: Final = "plan.binding_moved"
+SCHEDULE_ID: Final = "schedule.id"
+"""A scheduled send's id, on every span of its life: scheduled, approved, cancelled, fired."""
+SCHEDULE_EVENT: Final = "schedule.event"
+"""What this span did to the scheduled send: one of ``SCHEDULE_EVENTS``."""
+SCHEDULE_TOOL: Final = "schedule.tool"
+"""The send tool a scheduled send belongs to (on the cancel and approve spans too)."""
+SCHEDULE_WINDOW_SECONDS: Final = "schedule.window_seconds"
+"""The review window the send was scheduled with; 0 means nobody could review it before it fired."""
+SCHEDULE_FIRES_AT: Final = "schedule.fires_at"
+"""When the send fires (ISO 8601, UTC), as it stood when the span was recorded."""
+SCHEDULE_IN_WINDOW: Final = "schedule.in_window"
+"""On a cancel: whether it came before the send was due (by the guard's clock, not the span's)."""
 
 # --- the triad's values ----------------------------------------------------------------------
 
@@ -232,6 +244,24 @@ TOOL_GET_TASK: Final = "get_task"
 TOOL_PUBLISH_OBJECTIVE: Final = "publish_objective"
 TOOL_GET_OBJECTIVE: Final = "get_objective"
 TOOL_SUPERSEDE_OBJECTIVE: Final = "supersede_objective"
+TOOL_GET_SCHEDULED_SEND: Final = "get_scheduled_send"
+TOOL_CANCEL_SCHEDULED_SEND: Final = "cancel_scheduled_send"
+TOOL_APPROVE_SCHEDULED_SEND: Final = "approve_scheduled_send"
+
+# --- scheduled sends: the values of ``schedule.event`` ---------------------------------------
+
+SCHEDULE_SCHEDULED: Final = "scheduled"
+"""The send tool was called: nothing was sent, a row now waits for its fire time."""
+SCHEDULE_CANCELLED: Final = "cancelled"
+"""A reviewer cancelled it before it fired: it will never be sent."""
+SCHEDULE_APPROVED: Final = "approved"
+"""A reviewer other than the scheduling agent approved it: it fires at the next firing pass."""
+SCHEDULE_FIRED: Final = "fired"
+"""The policy was still current at fire time and the send's body ran."""
+SCHEDULE_REFUSED_AT_FIRE: Final = "refused_at_fire"
+"""The policy moved inside the window: the guard refused the send at fire time (``stale_policy``)."""
+SCHEDULE_EVENTS: Final = (SCHEDULE_SCHEDULED, SCHEDULE_CANCELLED, SCHEDULE_APPROVED, SCHEDULE_FIRED,
+                          SCHEDULE_REFUSED_AT_FIRE)
 
 # --- metrics ---------------------------------------------------------------------------------
 # prometheus-client appends ``_total`` to counters itself, so each counter has its base name

@@ -129,6 +129,12 @@ def previewable(model: m.ToolModel, kind: str, params: list[Param], surface: Col
     if kind == c.KIND_READ:
         return not_applicable(m.PREVIEWABLE, "a read has nothing to preview")
     names = {p.name for p in params}
+    if model.review_seconds is not None:
+        if model.review_seconds > 0:
+            return yes(m.PREVIEWABLE, f"scheduled, never sent at once: each call waits a {model.review_seconds:g} s "
+                       f"review window (ScheduledSends.schedule_send) in which it can be read, cancelled or approved")
+        return no(m.PREVIEWABLE, "AUD104", model.name, "scheduled with a 0 s review window: it fires before anyone "
+                  "can look", "give schedule_send a review_seconds long enough for a reviewer to read the send")
     if "plan_id" in names and infer.words(model.name)[:1] == ["commit"]:
         planners = sorted(s for s in surface if infer.words(s)[:1] in (["plan"], ["preview"]))
         pair = f" (paired with {', '.join(planners)})" if planners else ""

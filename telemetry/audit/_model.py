@@ -84,6 +84,9 @@ class ToolModel:
     instrumented: bool | None = None
     idempotency_key: str | None = None
     """The parameter an idempotency guard deduplicates on, when a guard is visible."""
+    review_seconds: float | None = None
+    """The review window a scheduled-send guard (``ScheduledSends.schedule_send``) declares: the
+    call schedules the send instead of sending it."""
     scopes: tuple[str, ...] | None = None
     """The scopes a credential needs to see the tool, when it is served through a scoped inventory."""
     source: Source | None = None

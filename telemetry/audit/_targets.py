@@ -26,10 +26,9 @@ from typing import Any
 from .. import guards as _guards_package
 from ..exceptions import AuditTargetError
 from ..guards import (
-    Delegations,
-    IdempotencyKeys,
-    Objectives,
-    Planner,
+    SCHEDULE_ATTRIBUTE,
+    ScheduledSends,
+    ScheduleSpec,
     ScopedTools,
     StateStore,
     ToolRegistry,
@@ -48,6 +47,7 @@ AGENT_TOOLS: dict[type, tuple[str, ...]] = {
     Planner: ("plan_change", "commit_plan"),
     Delegations: ("get_task", "register_task", "delegate"),
     Objectives: ("publish_objective", "get_objective", "supersede_objective"),
+    ScheduledSends: ("get_scheduled_send", "cancel_scheduled_send", "approve_scheduled_send"),
 }
 """The tools each guards object offers an agent (``force_write_state`` is an operator's tool)."""
 
@@ -258,6 +258,8 @@ def from_callable(
         input_schema=schema,
         instrumented=spec is not None,
         idempotency_key=getattr(func, KEY_PARAMETER_ATTRIBUTE, None),
+        review_seconds=schedule.review_seconds if isinstance(schedule := getattr(func, SCHEDULE_ATTRIBUTE, None),
+                                                              ScheduleSpec) else None,
         source=_source(func),
         notes=notes,
         error_envelope=_error_envelope(func, spec),

@@ -50,7 +50,8 @@ SELECT tool_name,
        count(*) FILTER (WHERE state_version_expected IS NOT NULL OR policy_version IS NOT NULL) AS versioned,
        count(*) FILTER (WHERE idempotency_key_hash IS NOT NULL) AS keyed,
        count(*) FILTER (WHERE plan_id IS NOT NULL) AS planned,
-       count(*) FILTER (WHERE deduplicated) AS replays
+       count(*) FILTER (WHERE deduplicated) AS replays,
+       count(*) FILTER (WHERE schedule_event = $scheduled AND schedule_window_seconds > 0) AS scheduled
 FROM spans WHERE tool_name IS NOT NULL
 GROUP BY tool_name ORDER BY tool_name
 """
@@ -101,6 +102,8 @@ class ToolTraces:
     keyed: int
     planned: int
     replays: int
+    scheduled: int = 0
+    """Calls that scheduled the send with a review window longer than 0 s (``ScheduledSends``)."""
     repeated: int = 0
     repeated_unkeyed: int = 0
     """Groups of calls in one run with identical arguments and no idempotency key (``repeated_executions``)."""
@@ -160,7 +163,8 @@ def collect(paths: Sequence[str], scopes: Mapping[str, Sequence[str]] | None = N
     from ..forensics import open_traces
     from ..forensics._questions import DOUBLE_EXECUTIONS
 
-    params = {"read": c.KIND_READ, "ok": c.OUTCOME_OK, "skipped": c.READBACK_SKIPPED, "error": c.READBACK_ERROR}
+    params = {"read": c.KIND_READ, "ok": c.OUTCOME_OK, "skipped": c.READBACK_SKIPPED, "error": c.READBACK_ERROR,
+              "scheduled": c.SCHEDULE_SCHEDULED}
     try:
         forensics = open_traces(paths, tool_spans=list(tool_spans or ()) or None,
                                 result_shapes=list(result_shapes or ()) or None)
@@ -260,6 +264,9 @@ def answers_from(ev: ToolTraces, scopes_declared: bool, *, bulk: str | None) -> 
     out[m.ACTIONABLE_ERRORS] = _actionable(ev, no, yes)
     if writes and ev.planned:
         out[m.PREVIEWABLE] = yes(m.PREVIEWABLE, f"traces: {ev.planned} call(s) ran a plan")
+    elif writes and ev.scheduled:
+        out[m.PREVIEWABLE] = yes(m.PREVIEWABLE, f"traces: {ev.scheduled} call(s) scheduled the send with a review "
+                                 f"window instead of sending it")
     elif writes and bulk is not None:
         out[m.PREVIEWABLE] = no(m.PREVIEWABLE, "AUD104", f"traces: no call ran a plan, and {bulk}",
                               "split it into a plan and commit_plan(plan_id) (telemetry.guards.Planner)")

@@ -17,7 +17,7 @@ from .. import conventions as c
 from ..guards import ABSENT_VERSION, AcceptanceCriterion, Constraint, Waiver
 from ..instrument import agent
 from ._manifest import Incident
-from ._world import CATALOG, REFUND_POLICY, World
+from ._world import CATALOG, PROMO_POLICY, REFUND_POLICY, REVIEW_SECONDS, World
 
 GUARDED, LEGACY = "guarded", "legacy"
 MODES = (GUARDED, LEGACY)
@@ -296,6 +296,67 @@ STORM_CALLS = 8
 """How often the legacy agent asks before it gives up."""
 
 
+# --- 8. send at, never now: a broadcast scheduled under a policy that moves inside its window ------
+
+
+def scheduled_broadcast(w: World, mode: str, rng: random.Random, run: str) -> Incident:
+    pct = rng.choice([20, 25, 30])
+    segment = f"segment-{rng.choice(['lapsed', 'vip', 'all'])}-{rng.randrange(100, 999)}"
+    marketer, reviewer = "marketer", "reviewer"
+    inc = Incident("scheduled_broadcast", mode, run, f"a {pct}% promotion is pushed while the promo policy is about to change")
+    with agent("operator", run):
+        published = w.objectives.publish_objective(PROMO_POLICY, f"Promotions up to {pct}% off.")
+    with agent(marketer, run):
+        held = w.objectives.get_objective(PROMO_POLICY, marketer)
+    body = f"{pct}% off everything this weekend!"
+    if mode == LEGACY:
+        with agent(marketer, run):
+            sent = w.broadcast_push_now(segment, body, held["version"], marketer)
+            fired = w.scheduled.fire_due()
+        with agent("operator", run):
+            w.objectives.supersede_objective(PROMO_POLICY, "No promotion above 15% this month.", "margin review",
+                                             published["version"])
+        inc.steps += [f"the push had no review window: it went out at once ({fired[0]['status']})",
+                      "the promo policy changed minutes later: the customers already have the push"]
+        inc.expect("scheduled_sends", kind="fired_unreviewed", verdict=c.VERDICT_HAPPENED, run_id=run,
+                   schedule_id=sent["scheduled_id"])
+        return inc
+    with agent(marketer, run):
+        push = w.broadcast_push(segment, body, held["version"], marketer)
+        email = w.broadcast_push(f"{segment}-email", body, held["version"], marketer)
+        _told(inc, marketer, push)
+    inc.steps.append(f"two pushes scheduled with a {REVIEW_SECONDS:g} s review window; nothing sent yet")
+    w.now += 60
+    with agent("operator", run):
+        w.objectives.supersede_objective(PROMO_POLICY, "No promotion above 15% this month.", "margin review",
+                                         published["version"])
+    with agent(reviewer, run):
+        cancelled = w.scheduled.cancel_scheduled_send(push["scheduled_id"], "the promo policy changed", reviewer)
+    inc.steps.append(f"the policy moved inside the window; the reviewer cancelled one push: {cancelled['status']}")
+    w.now += REVIEW_SECONDS
+    fired = w.scheduled.fire_due(worker="push-worker")
+    refused = w.scheduled.get_scheduled_send(email["scheduled_id"])
+    _told(inc, marketer, refused["result"])
+    inc.steps.append(f"at its time the other push was refused by the guard: {fired[0]['outcome']}")
+    with agent(marketer, run):
+        current = w.objectives.get_objective(PROMO_POLICY, marketer)
+        redo = w.broadcast_push(segment, "15% off everything this weekend!", current["version"], marketer)
+    with agent(reviewer, run):
+        w.scheduled.approve_scheduled_send(redo["scheduled_id"], reviewer)
+    again = w.scheduled.fire_due(worker="push-worker")
+    inc.steps.append(f"the marketer redrafted under the new policy; a reviewer approved; it went out: {again[0]['status']}")
+    inc.facts["pushes_sent"] = len([m for m in w.outbox if m.get("segment", "").startswith(segment)])
+    inc.expect("scheduled_sends", kind="cancelled", verdict=c.VERDICT_PREVENTED, run_id=run,
+               schedule_id=push["scheduled_id"])
+    inc.expect("scheduled_sends", kind="refused_at_fire", verdict=c.VERDICT_PREVENTED, run_id=run,
+               schedule_id=email["scheduled_id"])
+    inc.expect("stale_sends", verdict="refused", run_id=run, agent_id=marketer, used_version=held["version"])
+    inc.expect("stale_holders", run_id=run, agent_id=marketer, objective_task_id=PROMO_POLICY,
+               held_version=held["version"])
+    inc.expect("guard_refusals", run_id=run, tool_name="broadcast_push", reason=c.OUTCOME_STALE_POLICY, recovered=True)
+    return inc
+
+
 SCENARIOS: dict[str, Scenario] = {
     "split_brain": split_brain,
     "goal_drift": goal_drift,
@@ -304,5 +365,6 @@ SCENARIOS: dict[str, Scenario] = {
     "retry_after_timeout": retry_after_timeout,
     "stale_cache_readback": stale_cache_readback,
     "retry_storm": retry_storm,
+    "scheduled_broadcast": scheduled_broadcast,
 }
 """Scenario name to script, in the order the demo runs them."""

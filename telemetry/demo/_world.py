@@ -23,6 +23,7 @@ from ..guards import (
     Objectives,
     Planner,
     PlanWriter,
+    ScheduledSends,
     SQLiteStore,
     StateStore,
     Store,
@@ -32,9 +33,12 @@ from ..guards._state import current_row, put
 from ..instrument import instrument_tool
 from ._legacy import LegacyDelegation, LegacyKV, LegacyMessaging, LegacyPayments, ProfileService, RatesService
 
-__all__ = ["CATALOG", "Catalog", "REFUND_POLICY", "World", "discounted"]
+__all__ = ["CATALOG", "Catalog", "PROMO_POLICY", "REFUND_POLICY", "REVIEW_SECONDS", "World", "discounted"]
 
 REFUND_POLICY = "refund-policy"
+PROMO_POLICY = "promo-policy"
+REVIEW_SECONDS = 900.0
+"""The review window of the scheduled broadcast (the demo's clock moves; nobody waits)."""
 CATALOG = "products"
 
 
@@ -86,7 +90,11 @@ class World:
         self.catalog = _seed_catalog(self.state, rng, catalog_size)
         self.outbox: list[dict[str, Any]] = []
         self.charges: dict[str, int] = {}
+        self.now = 1_800_000_000.0
+        """The scheduled sends' clock: a story moves it past a review window instead of waiting."""
+        self.scheduled = ScheduledSends(self.store, self.objectives, clock=lambda: self.now)
         self._build_tools()
+        self._build_scheduled_tools()
 
     def _build_tools(self) -> None:
         """Tools that are closures over the world (guarded send, idempotent charge, reprice)."""
@@ -116,6 +124,27 @@ class World:
         self.send_customer_message: Callable[..., dict[str, Any]] = send_customer_message
         self.charge_card: Callable[..., dict[str, Any]] = charge_card
         self._build_legacy_catalog_tools()
+
+    def _build_scheduled_tools(self) -> None:
+        """A broadcast scheduled with a review window, and the same broadcast with none (sent at once)."""
+        outbox = self.outbox
+
+        @instrument_tool(name="broadcast_push", kind=c.KIND_SEND)
+        @self.scheduled.schedule_send(policy_task_id=PROMO_POLICY, review_seconds=REVIEW_SECONDS)
+        def broadcast_push(segment: str, body: str, policy_version: str, agent_id: str) -> dict[str, Any]:
+            """Push a promotion to a customer segment; it is scheduled, and sent after a review window."""
+            outbox.append({"segment": segment, "body": body, "policy_version": policy_version})
+            return {"ok": True, "push_id": f"push-{len(outbox)}"}
+
+        @instrument_tool(name="broadcast_push_now", kind=c.KIND_SEND)
+        @self.scheduled.schedule_send(policy_task_id=PROMO_POLICY, review_seconds=0)
+        def broadcast_push_now(segment: str, body: str, policy_version: str, agent_id: str) -> dict[str, Any]:
+            """Push a promotion to a customer segment at the next firing pass, with no review window."""
+            outbox.append({"segment": segment, "body": body, "policy_version": policy_version})
+            return {"ok": True, "push_id": f"push-{len(outbox)}"}
+
+        self.broadcast_push: Callable[..., dict[str, Any]] = self.scheduled.register(broadcast_push)
+        self.broadcast_push_now: Callable[..., dict[str, Any]] = self.scheduled.register(broadcast_push_now)
 
     def _build_legacy_catalog_tools(self) -> None:
         state, catalog, product = self.state, self.catalog, self.product

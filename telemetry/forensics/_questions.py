@@ -46,6 +46,7 @@ QUESTION_NAMES: tuple[str, ...] = (
     "stale_holders",
     "plan_violations",
     "contention",
+    "scheduled_sends",
     "waivers_by_hop",
     "guard_refusals",
 )
@@ -74,6 +75,7 @@ SEVERITY: dict[str, str] = {
     "contention": WARNING,
     "waivers_by_hop": RECORD,
     "guard_refusals": RECORD,
+    "scheduled_sends": RECORD,
 }
 """Each question's severity. Records are reported but never trip ``--fail-on``: a
 waiver is a reasoned decision and a refusal a prevented failure whose caller was told."""
@@ -100,6 +102,7 @@ NEXT_STEP: dict[str, str] = {
     "contention": "Split the hot keys or serialise their writers; agents are racing on them.",
     "waivers_by_hop": "Confirm each waiver's reason with the task's owner.",
     "guard_refusals": "Read the rows with recovered false: those agents gave up or went around the guard.",
+    "scheduled_sends": "Give the happened rows' tools a review window; tell the agents of refused sends to redraft.",
 }
 """One line of what to do next, shown under each question with rows."""
 
@@ -154,6 +157,7 @@ NEEDS: dict[str, Needs] = {
     "contention": Needs(("state_key", "outcome"), what="state keys with outcomes (state.key, tool.outcome)"),
     "waivers_by_hop": _HOPS,
     "guard_refusals": Needs(("outcome",), what="an outcome (tool.outcome, or a recorded result)"),
+    "scheduled_sends": Needs(("schedule_event",), what="scheduled sends (schedule.*)"),
 }
 """What each question needs of a tool span (the evidence counts the tool spans having it): a
 question no span could give what it needs is reported as not judged, never as "nothing found"."""

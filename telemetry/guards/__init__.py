@@ -5,7 +5,8 @@ envelope (see :mod:`telemetry.guards._envelope`), never an exception, and is cou
 """
 
 # Write-safety guards: version-bound state, idempotency keys, plans, scoped inventory.
-# Coordination guards: constraint-carrying delegation, versioned objectives, guarded sends.
+# Coordination guards: constraint-carrying delegation, versioned objectives, guarded sends,
+# scheduled sends (a review window before a high-impact send fires).
 from ._delegation import AcceptanceCriterion, Constraint, Delegations, Waiver, carried_ids, record_handoff
 from ._envelope import refusal, refuse_when_busy, success
 from ._idempotency import IdempotencyKeys
@@ -13,6 +14,7 @@ from ._inventory import ScopedTools, ToolRegistry
 from ._objectives import Objectives, guarded_send
 from ._plans import Action, Planner, PlanWriter, Transform
 from ._postgres import PostgresStore
+from ._scheduled import MAX_REVIEW_SECONDS, SCHEDULE_ATTRIBUTE, ScheduledSends, ScheduleSpec
 from ._sqlite import SQLiteStore
 from ._state import ABSENT_VERSION, DEFAULT_CHANGE_RETENTION, JSONValue, StateStore
 from ._store import Store, StoreBusy, StoreDisconnected, StoreUnavailable, open_store
@@ -27,11 +29,15 @@ __all__ = [
     "Delegations",
     "IdempotencyKeys",
     "JSONValue",
+    "MAX_REVIEW_SECONDS",
     "Objectives",
     "PlanWriter",
     "Planner",
     "PostgresStore",
+    "SCHEDULE_ATTRIBUTE",
     "SQLiteStore",
+    "ScheduleSpec",
+    "ScheduledSends",
     "ScopedTools",
     "StateStore",
     "Store",

@@ -73,7 +73,7 @@ def test_counters_equal_the_refusals_the_agents_saw(seeded_runs: dict) -> None:
         if name == c.METRIC_GUARD_REFUSALS_TOTAL and value:
             counted[dict(labels)[c.LABEL_REASON]] += int(value)
     assert seen == counted and seen  # and the run did refuse something
-    assert result.sample(c.METRIC_STALE_SENDS_TOTAL) == seen[c.OUTCOME_STALE_POLICY] == 1
+    assert result.sample(c.METRIC_STALE_SENDS_TOTAL) == seen[c.OUTCOME_STALE_POLICY] == 2  # the $32 credit, the scheduled push
     assert result.sample(c.METRIC_IDEMPOTENT_REPLAYS_TOTAL) == 1
     assert result.sample(c.METRIC_CONSTRAINT_WAIVERS_TOTAL) == 1
 

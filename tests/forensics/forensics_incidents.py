@@ -140,6 +140,23 @@ def planted() -> TraceBuilder:
     b.add("r-lost", "update_email", W, "support", 604,
           attrs=attrs(STATE_KEY="profile/u1", STATE_VERSION_WRITTEN="rev3", TOOL_READBACK=c.READBACK_MATCH))
     b.add("r-lost", "get_profile", R, "auditor", 605, attrs=attrs(STATE_KEY="profile/u1", STATE_VERSION_READ="rev3"))
+    # -- scheduled sends: a push fired with a 0 s window (happened), a message cancelled inside its
+    #    600 s window (prevented), a message fired after its window (reviewable: not listed).
+    for t, tool, kind, agent, sid, event, window in (
+        (661, "push_now", S, "responder", "sch_1", c.SCHEDULE_SCHEDULED, 0.0),
+        (662, "push_now", S, "responder", "sch_1", c.SCHEDULE_FIRED, 0.0),
+        (663, "send_customer_message", S, "responder", "sch_2", c.SCHEDULE_SCHEDULED, 600.0),
+        (664, c.TOOL_CANCEL_SCHEDULED_SEND, W, "lead", "sch_2", c.SCHEDULE_CANCELLED, 600.0),
+        (665, "send_customer_message", S, "responder", "sch_3", c.SCHEDULE_SCHEDULED, 600.0),
+        (666, "send_customer_message", S, "responder", "sch_3", c.SCHEDULE_FIRED, 600.0),
+    ):
+        named = dict(SCHEDULE_ID=sid, SCHEDULE_EVENT=event, SCHEDULE_WINDOW_SECONDS=window,
+                     SCHEDULE_TOOL="push_now" if sid == "sch_1" else "send_customer_message")
+        if kind == S:
+            named["POLICY_VERSION"] = "n1"
+        else:
+            named["SCHEDULE_IN_WINDOW"] = True
+        b.add("r-sched", tool, kind, agent, t, attrs=attrs(**named))
     return b
 
 

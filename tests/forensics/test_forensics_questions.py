@@ -206,9 +206,10 @@ def test_report_counts_every_question_and_points_to_the_detail_command(traces: F
                       "constraint_loss_by_hop": 3, "waivers_by_hop": 1, "readback_mismatches": 1,
                       "unpersisted_writes": 1, "stale_sends": 2, "stale_holders": 2, "idempotency_conflicts": 4,
                       "plan_violations": 4, "contention": 3, "guard_refusals": 12,
-                      "masked_failures": 0, "repeated_executions": 0, "retry_tax": 0}
-    assert report.findings == sum(counts.values()) - counts["waivers_by_hop"] - counts["guard_refusals"]
-    assert report.records == counts["waivers_by_hop"] + counts["guard_refusals"]
+                      "masked_failures": 0, "repeated_executions": 0, "retry_tax": 0, "scheduled_sends": 2}
+    records = counts["waivers_by_hop"] + counts["guard_refusals"] + counts["scheduled_sends"]
+    assert report.findings == sum(counts.values()) - records
+    assert report.records == records
     # each section's columns come from the question's run; they are the columns its SQL binds to
     # (recorded content aside: it is left out without show_content)
     assert {s.question.name: s.columns for s in report.sections} == {
@@ -272,6 +273,16 @@ def test_the_mcp_sdks_tools_call_server_spans_change_no_question(tmp_path: Path)
         assert mixed.load_report.spans == 2 * plain.load_report.spans
         for name in QUESTION_NAMES:
             assert mixed.run(name) == plain.run(name), name
+
+
+def test_scheduled_sends_lists_the_unreviewed_fire_and_the_cancel_with_their_verdicts(traces: Forensics) -> None:
+    """scheduled_sends: the 0 s push happened, the cancel prevented; the fire after a review window is absent."""
+    rows = traces.run("scheduled_sends")
+    assert project(rows, "verdict", "kind", "schedule_id", "send_tool", "agent_id", "in_window", "span_id") == {
+        (c.VERDICT_HAPPENED, "fired_unreviewed", "sch_1", "push_now", "responder", None, span_id(B, "r-sched", 662)),
+        (c.VERDICT_PREVENTED, "cancelled", "sch_2", "send_customer_message", "lead", True, span_id(B, "r-sched", 664)),
+    }
+    assert len(rows) == 2 and rows[0]["verdict"] == c.VERDICT_HAPPENED
 
 
 def test_the_double_execution_kinds_are_kinds_the_question_produces() -> None:
