@@ -27,6 +27,10 @@ from .. import guards as _guards_package
 from ..exceptions import AuditTargetError
 from ..guards import (
     SCHEDULE_ATTRIBUTE,
+    Delegations,
+    IdempotencyKeys,
+    Objectives,
+    Planner,
     ScheduledSends,
     ScheduleSpec,
     ScopedTools,
