@@ -257,12 +257,12 @@ def instrument_tool(func: Any = None, /, **options: Any) -> Any:
         readback: ``readback(call, result)`` run after a write returned; True/False (or a
             :class:`Readback`) for match/mismatch. ``call.arguments`` holds the bound arguments.
             If it raises, the read-back is ``error`` and the tool's result is untouched.
-        readback_timeout: seconds the call waits for its read-back (default 5): the read-back runs on a
-            telemetry thread, in the call's context; one that does not answer in time is
-            ``error`` with ``tool.readback.error="timeout"`` (counted in
+        readback_timeout: seconds the call waits for its read-back (default ``math.inf``: unbounded,
+            in the tool's own thread). With a bound the read-back runs on a telemetry thread, in the
+            call's context; one that does not answer in time is ``error`` with
+            ``tool.readback.error="timeout"`` (counted in
             ``outcome_telemetry_internal_errors_total{stage="readback"}``) and the result goes back
-            unchanged. ``math.inf`` runs it unbounded in the tool's own thread (for a read-back
-            bound to that thread, e.g. a ``sqlite3`` connection made there).
+            unchanged. Not for a read-back bound to the tool's thread (a ``sqlite3`` connection made there).
         outcome: ``outcome(call, result)`` returning an outcome code (or None to keep the one
             derived from the result); it overrides everything else.
         outcomes: extra outcome codes this tool may report; others become ``other`` on labels.

@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import inspect
+import math
 import re
 import warnings
 from collections.abc import Callable, Iterable, Mapping
@@ -28,9 +29,11 @@ ReadbackFn = Callable[[Any, Any], Any]
 OutcomeFn = Callable[[Any, Any], "str | None"]
 """``outcome(call, result)`` returns an outcome code, or None to keep the derived one."""
 
-READBACK_TIMEOUT_SECONDS = 5.0
-"""How long a call waits for its read-back unless the tool says otherwise (``readback_timeout``):
-a read of the source of truth answers well within it, and a caller is not held longer by one that hangs."""
+READBACK_TIMEOUT_SECONDS = math.inf
+"""By default a read-back runs unbounded in the tool's own thread, as the tool's own code would:
+a read-back may hold what only that thread can use (a ``sqlite3`` connection made there, a lock the
+tool holds), and a thread per call costs more than the call. A tool that reads a source which can
+hang says how long to wait (``readback_timeout``)."""
 
 _NO_AGENT = object()
 """No agent context is this one: the agent-attributes cache starts out matching none."""
