@@ -10,7 +10,8 @@ sits below both: it imports only :mod:`telemetry.conventions` and :mod:`telemetr
 - :func:`error_facts` reads what an error result offers the model: a code, retry advice, a
   recovery path, and whether it leaked exception text.
 - :func:`read_recorded` judges the text a tracer recorded for a result, unwrapping the frameworks'
-  message wrappers first.
+  message wrappers first; :class:`RecordedVerdicts` does the same, remembering the verdicts of
+  short texts (a live reader meets the same few results again and again).
 """
 
 from ._classify import Report, registered_result_class, result_class
@@ -24,6 +25,7 @@ from ._recorded import (
     read_recorded,
     unwrap_recorded,
 )
+from ._remembered import RecordedVerdicts
 from ._rules import OK, ResultClass, builtin_result_class
 from ._shapes import ShapeClassifier, register_result_shape
 
@@ -35,6 +37,7 @@ __all__ = [
     "RECORDED_TEXT",
     "RECORDED_TOO_LARGE",
     "Recorded",
+    "RecordedVerdicts",
     "Report",
     "ResultClass",
     "ShapeClassifier",

@@ -1,7 +1,11 @@
 """The built-in envelope rules: what a result says about itself, read from its shape alone.
 
 Pure functions over a returned value (a live result in the decorator, a parsed recorded result in
-forensics and ``observe_tool_spans``): no I/O, no state, no import of the per-call path.
+forensics and ``observe_tool_spans``): no I/O, no import of the per-call path. Their one state is
+what each result type can hold, decided once per type: an object that is not a mapping is read
+through ``getattr`` only for the names its type defines (a class attribute, property, slot or
+ORM column), and through its own ``__dict__`` for the others, so a lazy object's ``__getattr__``
+(a proxy that loads its target, a row that fetches) never runs for names it does not have.
 
 The rules, in order (the first that matches decides):
 
@@ -156,29 +160,89 @@ def _mapping_outcome(result: Mapping[str, Any]) -> str | None:
     return None
 
 
-def _is_error(result: Any) -> bool:
-    # The wire name is isError; the mcp 2.x SDK's CallToolResult spells the attribute is_error.
-    return getattr(result, "is_error", None) is True or getattr(result, "isError", None) is True
+_PROBED = (
+    "status_code", "is_error", "isError", "success", "status",
+    "structured_content", "structuredContent", "error_code", "code", "error",
+)
+"""Every attribute the rules read from an object that is not a mapping (the first five on every
+such result, the others once one of those matched)."""
+_PROBED_SET = frozenset(_PROBED)
+_KEPT_TYPES = 1024
+"""Result types whose probe is kept; past that the table starts over (types are few in practice)."""
 
 
-def _structured(result: Any) -> Any:
-    found = getattr(result, "structured_content", None)
-    return found if found is not None else getattr(result, "structuredContent", None)
+class _Probe(NamedTuple):
+    """How a type's instances are read, decided once per type (:func:`_probe_of`).
+
+    ``declared``: the probed names the type itself defines (a class attribute, property, slot,
+    or an ORM's column descriptor): those are read with ``getattr``, as the type means them to
+    be. Every other name is looked up in the instance's own ``__dict__`` only, never through
+    ``getattr``: a lazy object's ``__getattr__`` (a proxy that loads its target, an ORM row that
+    fetches) would otherwise run, and do its I/O, for each of five names most results lack.
+    """
+
+    declared: frozenset[str]
+    tool_failure: bool
 
 
-def _is_tool_failure(result: Any) -> bool:
-    cls = type(result)
-    return cls.__name__ == "ToolFailure" and cls.__module__.startswith("crewai.")
+_probes: dict[type, _Probe] = {}
 
 
-def _object_outcome(result: Any) -> str | None:
+def _probe_of(cls: type) -> _Probe:
+    found = _probes.get(cls)
+    if found is None:
+        try:
+            classes = cls.__mro__
+        except Exception:  # a metaclass hiding __mro__: read nothing through getattr
+            classes = ()
+        declared = frozenset(name for name in _PROBED if any(name in vars(klass) for klass in classes))
+        tool_failure = cls.__name__ == "ToolFailure" and str(getattr(cls, "__module__", "")).startswith("crewai.")
+        found = _Probe(declared, tool_failure)
+        if len(_probes) >= _KEPT_TYPES:
+            _probes.clear()
+        _probes[cls] = found
+    return found
+
+
+def _own_attributes(result: Any) -> dict[str, Any]:
+    """The instance's own ``__dict__``, read without ``getattr`` (no ``__getattr__`` runs)."""
+    try:
+        own = object.__getattribute__(result, "__dict__")
+    except Exception:  # no __dict__ (slots, a C type), or one that will not be read
+        return {}
+    return own if type(own) is dict else {}
+
+
+def _object_class(result: Any) -> ResultClass:
+    """The verdict on an object that is not a mapping, reading only what its type can hold."""
+    probe = _probe_of(type(result))
+    own = _own_attributes(result)
+    if not probe.declared and not probe.tool_failure and _PROBED_SET.isdisjoint(own):
+        return OK  # nothing a rule reads: most objects, decided without a single getattr
+    declared = probe.declared
+
+    def found(name: str) -> Any:
+        return getattr(result, name, None) if name in declared else own.get(name)
+
+    status = _status_of(found("status_code"))
+    if status is not None and not 200 <= status < 300:
+        return ResultClass(c.TRANSPORT_ERROR, _STATUS_OUTCOMES.get(status, c.OUTCOME_ERROR), status)
+    outcome = _object_outcome(found, probe.tool_failure)
+    if outcome is not None:
+        return ResultClass(c.TRANSPORT_OK, outcome, status)
+    return OK if status is None else ResultClass(c.TRANSPORT_OK, c.OUTCOME_OK, status)
+
+
+def _object_outcome(found: Callable[[str], Any], tool_failure: bool) -> str | None:
     """The outcome an object (not a mapping) reports, or None when it reports no failure."""
-    if _is_error(result):
-        return _structured_outcome(_structured(result))
-    if _is_tool_failure(result):
-        return _code_of(getattr(result, "code", None)) or c.OUTCOME_TOOL_ERROR
-    if _failed(getattr(result, "success", None)) or _failed_status(getattr(result, "status", None)):
-        return _envelope_code(lambda key: getattr(result, key, None))
+    # The wire name is isError; the mcp 2.x SDK's CallToolResult spells the attribute is_error.
+    if found("is_error") is True or found("isError") is True:
+        structured = found("structured_content")
+        return _structured_outcome(structured if structured is not None else found("structuredContent"))
+    if tool_failure:
+        return _code_of(found("code")) or c.OUTCOME_TOOL_ERROR
+    if _failed(found("success")) or _failed_status(found("status")):
+        return _envelope_code(found)
     return None
 
 
@@ -199,17 +263,14 @@ def builtin_result_class(result: Any) -> ResultClass:
         present = result.keys() & _RULE_KEYS
         if not present or (present == _OK_ONLY and result[c.ENVELOPE_OK] is not False):
             return OK
-        is_mapping = True
     elif result is None or isinstance(result, _SCALARS):
         return OK
-    else:
-        is_mapping = isinstance(result, Mapping)
-    status = _status_of(result.get("status_code") if is_mapping else getattr(result, "status_code", None))
+    elif not isinstance(result, Mapping):
+        return _object_class(result)
+    status = _status_of(result.get("status_code"))
     if status is not None and not 200 <= status < 300:
         return ResultClass(c.TRANSPORT_ERROR, _STATUS_OUTCOMES.get(status, c.OUTCOME_ERROR), status)
-    outcome = _mapping_outcome(result) if is_mapping else _object_outcome(result)
+    outcome = _mapping_outcome(result)
     if outcome is not None:
         return ResultClass(c.TRANSPORT_OK, outcome, status)
     return OK if status is None else ResultClass(c.TRANSPORT_OK, c.OUTCOME_OK, status)
-
-

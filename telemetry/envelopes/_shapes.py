@@ -2,7 +2,9 @@
 
 Registration takes a lock and publishes a new tuple (copy on write); a call reads the module
 attribute :data:`registered` once, so lookups take no lock and never see a half-made list. With
-nothing registered the per-call cost is one attribute read and a truth test.
+nothing registered the per-call cost is one attribute read and a truth test. Every registration
+and removal also bumps :data:`generation`, so a verdict remembered under the shapes of before
+(:func:`telemetry.envelopes.read_recorded` remembers the verdicts of short texts) is judged anew.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from typing import Any
 
 from ..exceptions import ConfigurationError
 
-__all__ = ["ShapeClassifier", "match", "register_result_shape", "registered"]
+__all__ = ["ShapeClassifier", "generation", "match", "register_result_shape", "registered"]
 
 ShapeClassifier = Callable[[Any], "str | None"]
 """``classify(result)`` returns None when the result reports success, else an outcome code."""
@@ -22,6 +24,10 @@ _Entry = tuple[Callable[[Any], bool], ShapeClassifier, object]
 
 registered: tuple[_Entry, ...] = ()
 """Newest first: (matches, classify, token). Replaced whole under :data:`_lock`, never mutated."""
+
+generation = 0
+"""Bumped (under :data:`_lock`, after :data:`registered` is replaced) by every registration and
+removal: a verdict remembered while it had another value may no longer be what the shapes say."""
 
 _lock = threading.Lock()
 
@@ -66,14 +72,16 @@ def register_result_shape(shape: type | Callable[[Any], bool], classify: ShapeCl
             f"register_result_shape needs classify(result) -> None or an outcome code, got {classify!r}"
         )
     token = object()
-    global registered
+    global registered, generation
     with _lock:
         registered = ((matches, classify, token), *registered)
+        generation += 1
 
     def unregister() -> None:
-        global registered
+        global registered, generation
         with _lock:
             registered = tuple(entry for entry in registered if entry[2] is not token)
+            generation += 1
 
     return unregister
 

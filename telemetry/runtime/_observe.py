@@ -39,7 +39,7 @@ logged once). An outcome outside the vocabulary and ``outcomes=`` is ``other`` o
 as for our own spans.
 
 **Never raises into the application.** Every failure (an unreadable span, a registered shape
-that raises, a counter) is contained by :mod:`._containment`: logged once per place and counted
+that raises, a counter) is contained by :mod:`.containment`: logged once per place and counted
 in ``outcome_telemetry_internal_errors_total``; the span and the tool's result are untouched (a
 processor only reads a span that has already ended).
 
@@ -56,7 +56,10 @@ nothing is counted while none is. Add the processor to the provider the runtime 
 spans too.
 
 Cost: a span that is not a peer's tool span is turned away by five dict lookups on the SDK's
-attribute dict; benchmarks/bench_observe.py measures both paths.
+attribute dict. A tool span's result is judged once per distinct short text
+(:class:`telemetry.envelopes.RecordedVerdicts`: tools return the same few texts again and again),
+and the metric children each kind of call increments are looked up once;
+benchmarks/bench_observe.py measures both paths.
 """
 
 from __future__ import annotations
@@ -64,20 +67,22 @@ from __future__ import annotations
 import logging
 import re
 import threading
+import time
 from collections import OrderedDict
-from collections.abc import Iterable, Mapping
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, NamedTuple
 
 from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor
-from opentelemetry.trace import StatusCode
 from prometheus_client import CollectorRegistry
+from prometheus_client.samples import Exemplar
 
 from .. import conventions as c
-from .._span_formats import FORMATS, format_named, span_format_of, tool_call_of
-from ..envelopes import RECORDED_ABSENT, RECORDED_TOO_LARGE, Recorded, read_recorded
+from .._span_formats import SpanFormat, format_named
+from ..envelopes import RECORDED_ABSENT, RECORDED_TOO_LARGE, RecordedVerdicts
 from ..exceptions import ConfigurationError
 from . import _active as _state
 from . import _containment as _safe
+from . import _peer_spans
 from ._metrics import ToolMetrics
 
 __all__ = ["DEFAULT_MAX_TOOLS", "MAX_TOOL_LABEL_LENGTH", "ToolSpanObserver", "observe_tool_spans"]
@@ -92,60 +97,35 @@ _REMEMBERED_PARENTS = 4096
 """How many parents of our own tool spans are remembered, so a framework span around one is skipped."""
 
 _OUTCOME_CODE = re.compile(r"[a-z][a-z0-9_]{0,63}")
-_ERROR = StatusCode.ERROR
-_EXCEPTION_EVENT = "exception"
 _EMPTY: Mapping[str, Any] = {}
-_UNREADABLE = "unreadable"
-"""How a result whose judging raised was read (reported and counted; no verdict)."""
-# The one attribute that marks a tool span in each format, and its value. A format whose values
-# arrive JSON-encoded (MLflow's '"TOOL"') is let through by its opening quote, so the exact test
-# stays span_format_of's: this pre-filter only turns away what it could never accept.
-_MARKERS = tuple((fmt.marker, fmt.marker_value) for fmt in FORMATS)
+_tool_format = _peer_spans.tool_format
+_PLANS_KEPT = 4096
+"""Count plans (the children one kind of call increments) kept per metrics; past that they start over."""
 
 
-def _maybe_tool_span_any(attributes: Mapping[str, Any]) -> bool:
-    """False when no format's marker could make these attributes a tool span (the cheap reject)."""
-    get = attributes.get
-    for marker, value in _MARKERS:
-        found = get(marker)
-        if found is not None and (found == value or (type(found) is str and found[:1] == '"')):
-            return True
-    return False
+class _Plan(NamedTuple):
+    """The metric children one kind of call increments: tool, transport, outcome label and masked fixed.
+
+    ``exemplar``: the calls counted carry their trace id (the failed ones). ``keep_exemplars``:
+    how each child keeps one once it is counted. prometheus-client's ``inc(1, exemplar)``
+    checks the exemplar's label name and length on every call; ours is always the same valid
+    name and 32 hex digits, so it is made once per span and handed to the child's value, as
+    ``inc`` itself does after its checks. None when the client keeps exemplars some other way
+    (then ``inc(1, exemplar)`` does it; tests/foundation/test_observe.py fails loudly if so).
+    """
+
+    calls: Any
+    duration: Any
+    masked: Any
+    refused: Any
+    stale_sends: Any
+    exemplar: bool
+    keep_exemplars: tuple[Callable[[Exemplar], None], ...] | None
 
 
-def _maybe_tool_span_five(attributes: Mapping[str, Any]) -> bool:
-    """:func:`_maybe_tool_span_any` unrolled for the five formats of today (no loop to run)."""
-    get = attributes.get
-    found = get(_M0)
-    if found is not None and (found == _V0 or (type(found) is str and found[:1] == '"')):
-        return True
-    found = get(_M1)
-    if found is not None and (found == _V1 or (type(found) is str and found[:1] == '"')):
-        return True
-    found = get(_M2)
-    if found is not None and (found == _V2 or (type(found) is str and found[:1] == '"')):
-        return True
-    found = get(_M3)
-    if found is not None and (found == _V3 or (type(found) is str and found[:1] == '"')):
-        return True
-    found = get(_M4)
-    return found is not None and (found == _V4 or (type(found) is str and found[:1] == '"'))
-
-
-if len(_MARKERS) == 5:
-    (_M0, _V0), (_M1, _V1), (_M2, _V2), (_M3, _V3), (_M4, _V4) = _MARKERS
-    _maybe_tool_span = _maybe_tool_span_five
-else:  # a format was added to telemetry._span_formats: the loop serves until this is unrolled again
-    _maybe_tool_span = _maybe_tool_span_any
-
-
-def _raised(span: ReadableSpan) -> bool:
-    """Whether the span carries an ``exception`` event (the SDK's own list, not a copy, when it can)."""
-    try:
-        events = span._events  # type: ignore[attr-defined]
-    except AttributeError:
-        events = span.events
-    return bool(events) and any(event.name == _EXCEPTION_EVENT for event in events)
+def _exemplar_keeper(child: Any) -> Callable[[Exemplar], None] | None:
+    keep = getattr(getattr(child, "_value", None), "set_exemplar", None)
+    return keep if callable(keep) else None
 
 
 def _labelable(name: Any) -> bool:
@@ -178,6 +158,9 @@ class ToolSpanObserver(SpanProcessor):
         self._ours: OrderedDict[int, bool] = OrderedDict()
         self._logged: set[str] = set()
         self._closed = False
+        self._verdicts = RecordedVerdicts()
+        self._plans: tuple[ToolMetrics | None, dict[tuple[str, str, str, bool], _Plan]] = (None, {})
+        self._trace_hex: tuple[int, str] = (0, "")
 
     # --- the SpanProcessor interface ---------------------------------------------------------
 
@@ -191,9 +174,10 @@ class ToolSpanObserver(SpanProcessor):
                 attributes = span._attributes._dict  # type: ignore[union-attr]
             except AttributeError:
                 attributes = span.attributes or _EMPTY
-            if not _maybe_tool_span(attributes) or self._closed:
+            fmt = _tool_format(attributes)
+            if fmt is None or self._closed:
                 return
-            self._observe(span, attributes)
+            self._observe(span, attributes, fmt)
         except Exception as exc:
             _safe.report(c.STAGE_SPAN, "observe_tool_spans reading an ended span", exc, self.metrics)
 
@@ -213,14 +197,11 @@ class ToolSpanObserver(SpanProcessor):
 
     # --- one tool span -----------------------------------------------------------------------
 
-    def _observe(self, span: ReadableSpan, attributes: Mapping[str, Any]) -> None:
+    def _observe(self, span: ReadableSpan, attributes: Mapping[str, Any], fmt: SpanFormat) -> None:
         if c.TOOL_TRANSPORT in attributes:  # ours, counted when it ended: remember its parent
             parent = span.parent
             if parent is not None:
                 self._remember(parent.span_id)
-            return
-        fmt = span_format_of(attributes)
-        if fmt is None:
             return
         ours = self._ours
         if ours and ours.pop(span.context.span_id, False):  # around a call our decorator counted
@@ -231,59 +212,77 @@ class ToolSpanObserver(SpanProcessor):
             if runtime is None:
                 return
             metrics = runtime.metrics
-        call = tool_call_of(span.name, attributes, fmt)
-        if call is None:  # pragma: no cover - a format was found, so there is a call
-            return
-        status = span.status
-        status_error = status is not None and status.status_code is _ERROR
-        transport_error = (
-            status_error
-            or call.status_error
-            or c.ERROR_TYPE in attributes
-            or _raised(span)
+        name, transport, outcome, masked, recorded, judged = _peer_spans.read(
+            span, attributes, fmt, self._verdicts, self._shape_failed, self._unreadable
         )
+        if not judged:
+            self._unjudged(fmt.name, recorded)
         try:
-            recorded = read_recorded(call.result, self._shape_failed)
-        except Exception as exc:
-            _safe.report(c.STAGE_CLASSIFIER, "observe_tool_spans judging a recorded result", exc, metrics)
-            recorded = Recorded(_UNREADABLE, None)
-        verdict = recorded.verdict
-        if verdict is not None and verdict.outcome != c.OUTCOME_OK:
-            outcome = verdict.outcome
-            transport = c.TRANSPORT_ERROR if transport_error else verdict.transport
-            masked = not status_error and outcome != c.OUTCOME_FORCED  # as queries/masked_failures.sql
-        else:
-            if verdict is None:
-                self._unjudged(fmt.name, recorded.status)
-            outcome = c.OUTCOME_ERROR if transport_error else c.OUTCOME_OK
-            transport = c.TRANSPORT_ERROR if transport_error else c.TRANSPORT_OK
-            masked = False
-        try:
-            self._count(metrics, span, self._tool_label(call.tool_name), transport, outcome, masked)
+            self._count(metrics, span, self._tool_label(name), transport, outcome, masked)
         except Exception as exc:
             _safe.report(c.STAGE_METRICS, "observe_tool_spans counting a tool span", exc, metrics)
 
     def _count(self, metrics: ToolMetrics, span: ReadableSpan, tool: str, transport: str, outcome: str, masked: bool) -> None:
-        if tool not in metrics.known_tools:
-            metrics.ensure_tool(tool)
-        exemplar = None
-        context = span.context
-        # Exemplars on the calls a panel's spike is about: the failed ones (prometheus-client
-        # checks every exemplar it is given, a cost each good call is spared).
-        if (outcome != c.OUTCOME_OK or transport != c.TRANSPORT_OK) and context is not None and context.trace_flags.sampled:
-            exemplar = {c.EXEMPLAR_TRACE_ID: format(context.trace_id, "032x")}
+        plans = self._plans
+        if plans[0] is not metrics:  # another runtime's metrics: its own children
+            plans = self._plans = (metrics, {})
         label = outcome if outcome in self._label_outcomes else c.OUTCOME_OTHER
-        child = metrics.child
-        child(metrics.calls, tool, transport, c.READBACK_UNKNOWN, label).inc(1, exemplar)
+        key = (tool, transport, outcome, masked)
+        plan = plans[1].get(key)
+        if plan is None:
+            plan = self._plan(metrics, tool, transport, outcome, label, masked)
+            if len(plans[1]) >= _PLANS_KEPT:
+                plans[1].clear()
+            plans[1][key] = plan
+        # Exemplars on the calls a panel's spike is about: the failed ones (each good call is
+        # spared making one).
+        exemplar = None
+        if plan.exemplar:
+            context = span.context
+            if context is not None and context.trace_flags.sampled:
+                trace_id = context.trace_id
+                known = self._trace_hex  # a run's tool spans share a trace: its hex is made once
+                if known[0] != trace_id:
+                    known = self._trace_hex = (trace_id, format(trace_id, "032x"))
+                exemplar = {c.EXEMPLAR_TRACE_ID: known[1]}
+        keep = plan.keep_exemplars
+        if exemplar is None or keep is None:
+            plan.calls.inc(1, exemplar)
+            if plan.masked is not None:
+                plan.masked.inc(1, exemplar)
+        else:
+            kept = Exemplar(exemplar, 1, time.time())
+            plan.calls.inc()
+            keep[0](kept)
+            if plan.masked is not None:
+                plan.masked.inc()
+                keep[1](kept)
         start, end = span.start_time, span.end_time
         if start is not None and end is not None and end >= start:
-            child(metrics.duration, tool).observe((end - start) / 1e9)
-        if masked:
-            child(metrics.masked, tool, label).inc(1, exemplar)
-        if outcome in c.REFUSAL_OUTCOMES:
-            child(metrics.rejected, tool, outcome).inc()
-            if outcome == c.OUTCOME_STALE_POLICY:
-                child(metrics.stale_sends, tool).inc()
+            plan.duration.observe((end - start) / 1e9)
+        if plan.refused is not None:
+            plan.refused.inc()
+            if plan.stale_sends is not None:
+                plan.stale_sends.inc()
+
+    @staticmethod
+    def _plan(metrics: ToolMetrics, tool: str, transport: str, outcome: str, label: str, masked: bool) -> _Plan:
+        if tool not in metrics.known_tools:
+            metrics.ensure_tool(tool)
+        child = metrics.child
+        refused = outcome in c.REFUSAL_OUTCOMES
+        calls = child(metrics.calls, tool, transport, c.READBACK_UNKNOWN, label)
+        masked_child = child(metrics.masked, tool, label) if masked else None
+        keepers = (_exemplar_keeper(calls), _exemplar_keeper(masked_child) if masked else _exemplar_keeper(calls))
+        return _Plan(
+            calls=calls,
+            duration=child(metrics.duration, tool),
+            masked=masked_child,
+            refused=child(metrics.rejected, tool, outcome) if refused else None,
+            stale_sends=child(metrics.stale_sends, tool) if refused and outcome == c.OUTCOME_STALE_POLICY else None,
+            exemplar=outcome != c.OUTCOME_OK or transport != c.TRANSPORT_OK,
+            keep_exemplars=None if keepers[0] is None or keepers[1] is None else (keepers[0], keepers[1]),
+        )
 
     # --- bounds, memory, logging -------------------------------------------------------------
 
@@ -316,6 +315,9 @@ class ToolSpanObserver(SpanProcessor):
 
     def _shape_failed(self, exc: BaseException) -> None:
         _safe.report(c.STAGE_CLASSIFIER, "a registered result shape, judging a peer tool span", exc, self.metrics)
+
+    def _unreadable(self, exc: BaseException) -> None:
+        _safe.report(c.STAGE_CLASSIFIER, "observe_tool_spans judging a recorded result", exc, self.metrics)
 
     def _unjudged(self, format_name: str, status: str) -> None:
         if status == RECORDED_ABSENT:

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 import telemetry
 from telemetry import conventions as c
+from telemetry.envelopes import OK, result_class
 from telemetry.instrument import classify_result
 from telemetry.testing import Capture
 
@@ -269,3 +270,66 @@ def test_scalar_annotation_decided_at_decoration_time() -> None:
 
     assert [spec_of(f) for f in (s, i, d, u, n)] == [k.classify_registered_only, k.classify_registered_only,
                                                      k.classify_result, k.classify_result, k.classify_result]
+
+
+class _Column:
+    """An ORM's column descriptor: reading it on a row fetches the value from the database."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __get__(self, row: Any, owner: type) -> Any:
+        if row is None:
+            return self
+        found = row.db.execute("SELECT value FROM fields WHERE id = ? AND name = ?", (row.key, self.name)).fetchone()
+        return None if found is None else found[0]
+
+
+class OrderRow:
+    """A row whose ``status`` column is declared on its class (read through it, as the ORM means)."""
+
+    status = _Column("status")
+
+    def __init__(self, db: Any, key: str) -> None:
+        self.db, self.key = db, key
+
+
+class LazyRow:
+    """A lazy object: any attribute it does not hold is fetched through ``__getattr__`` (a query)."""
+
+    def __init__(self, db: Any, key: str) -> None:
+        self.db, self.key = db, key
+
+    def __getattr__(self, name: str) -> Any:
+        found = self.db.execute("SELECT value FROM fields WHERE id = ? AND name = ?", (self.key, name)).fetchone()
+        if found is None:
+            raise AttributeError(name)
+        return found[0]
+
+
+def test_an_object_is_read_only_through_what_its_type_declares(tmp_path: Any) -> None:
+    """A lazy object's ``__getattr__`` never runs (no query), a declared column is read once per call,
+    and an instance's own attributes are still read: the decision is the type's, made once."""
+    import sqlite3
+
+    db = sqlite3.connect(tmp_path / "rows.db")
+    db.execute("CREATE TABLE fields (id TEXT, name TEXT, value TEXT)")
+    db.executemany("INSERT INTO fields VALUES (?, ?, ?)", [("o-1", "status", "failed"), ("o-1", "success", "0")])
+    queries: list[str] = []
+    db.set_trace_callback(queries.append)
+
+    for _ in range(50):
+        assert result_class(LazyRow(db, "o-1")) == OK
+    assert queries == []  # five probes per result used to run five queries each
+
+    for _ in range(50):
+        verdict = result_class(OrderRow(db, "o-1"))
+        assert (verdict.transport, verdict.outcome) == (c.TRANSPORT_OK, c.OUTCOME_TOOL_ERROR)
+    assert len(queries) == 50 and all("SELECT value" in q for q in queries)
+
+    own = LazyRow(db, "o-2")
+    own.success, own.error = False, "quota_exceeded"  # instance attributes: read from its own __dict__
+    queries.clear()
+    assert result_class(own).outcome == "quota_exceeded"
+    assert queries == []
+    db.close()

@@ -10,7 +10,9 @@ new runtime, an exception.
 from __future__ import annotations
 
 import asyncio
+import json
 import threading
+from collections import Counter
 from collections.abc import Iterator, Mapping
 from types import MappingProxyType
 from typing import Any
@@ -19,10 +21,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from opentelemetry import trace
+from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor, TracerProvider
+from opentelemetry.trace import Status, StatusCode
+from prometheus_client import CollectorRegistry
 
 import telemetry
 from telemetry import conventions as c
-from telemetry.envelopes import builtin_result_class, result_class
+from telemetry._span_formats import FORMATS, span_format_of, tool_call_of
+from telemetry.envelopes import builtin_result_class, read_recorded, register_result_shape, result_class
 from telemetry.instrument import NO_CALL, current_call
 from telemetry.testing import Capture, capture
 
@@ -246,3 +252,195 @@ def test_a_readback_that_interrupts_runs_inside_the_call_and_still_counts(teleme
     assert current_call() is NO_CALL
     assert telemetry_capture.span("write").attributes[c.TOOL_READBACK] == c.READBACK_ERROR  # type: ignore[index]
     assert telemetry_capture.calls("write", readback=c.READBACK_ERROR) == 1
+
+
+# --- observe_tool_spans: the reading of a peer's tool span ------------------------------------
+#
+# The processor reads a span by a shorter road than the long way (span_format_of, tool_call_of,
+# read_recorded): the format from the first marker it meets, the name and result straight from a
+# plain string attribute, the verdict remembered per result text, the metric children per kind of
+# call. The long way below is the rule as docs/peer-traces.md states it; every span a real SDK
+# provider ends must be counted as it says, whether its text was judged before or not.
+
+_LABELLED = ("quota_exceeded", "refund_window_closed", "card_fault")
+_TEXTS = [
+    None,
+    '{"success": false, "error": "quota_exceeded"}',
+    '{"status": "error", "code": "refund_window_closed"}',
+    '{"ok": true}',
+    '{"ok": false, "error": "stale_policy"}',
+    '{"order_id": "o-5", "state": "shipped"}',
+    '{"fault": 1}',
+    '"{\\"success\\": false, \\"error\\": \\"quota_exceeded\\"}"',
+    '{"type": "tool", "data": {"content": "{\\"success\\": false}", "status": "error"}}',
+    '{"status_code": 503}',
+    "Error: the card was declined",
+    '{"success": false, "error": "quota_exceeded", "pad": "' + "x" * 1100 + '"}',
+    '{"success": false',
+    "",
+]
+_NAMES = ["charge_card", "refund", '"quoted_name"', None]
+
+
+def _peer_span_attributes(fmt: str, name: str | None, text: str | None, flags: frozenset[str]) -> tuple[str, dict[str, Any]]:
+    span_name = "execute_tool " + (name or "refund")
+    if fmt == c.FORMAT_GENAI:
+        attrs: dict[str, Any] = {c.GEN_AI_OPERATION_NAME: c.OPERATION_EXECUTE_TOOL}
+        keys = (c.GEN_AI_TOOL_NAME, c.GEN_AI_TOOL_CALL_RESULT)
+    elif fmt == c.FORMAT_OPENINFERENCE:
+        attrs, keys = {c.OPENINFERENCE_SPAN_KIND: c.OPENINFERENCE_KIND_TOOL}, (c.OI_TOOL_NAME, c.OI_OUTPUT_VALUE)
+    elif fmt == c.FORMAT_TRACELOOP:
+        attrs, keys = {c.TRACELOOP_SPAN_KIND: c.TRACELOOP_KIND_TOOL}, (c.TRACELOOP_ENTITY_NAME, c.TRACELOOP_ENTITY_OUTPUT)
+    elif fmt == c.FORMAT_LANGFUSE:
+        attrs, keys = {c.LANGFUSE_OBSERVATION_TYPE: c.LANGFUSE_KIND_TOOL}, ("", c.LANGFUSE_OBSERVATION_OUTPUT)
+    else:  # MLflow JSON-encodes every attribute
+        attrs, keys = {c.MLFLOW_SPAN_TYPE: json.dumps(c.MLFLOW_KIND_TOOL)}, ("", c.MLFLOW_SPAN_OUTPUTS)
+        text = None if text is None else json.dumps(text)
+    if name is not None and keys[0]:
+        attrs[keys[0]] = name
+    if text is not None:
+        attrs[keys[1]] = text
+    if "error.type" in flags:
+        attrs[c.ERROR_TYPE] = "TimeoutError"
+    if "tool.status" in flags:
+        attrs[c.GEN_AI_TOOL_STATUS] = "error"
+    if "numeric result" in flags and text is not None:
+        attrs[keys[1]] = 7
+    if "llm marker too" in flags:  # a second format's marker with another value: the first tool marker decides
+        attrs[c.OPENINFERENCE_SPAN_KIND] = "LLM"
+    return span_name, attrs
+
+
+def _long_way(span: ReadableSpan, labelled: frozenset[str]) -> tuple[tuple[str, str, str], str | None] | None:
+    """((tool, transport, outcome label), masked outcome label or None) by the long way, or None."""
+    attributes = dict(span.attributes or {})
+    fmt = span_format_of(attributes)
+    if fmt is None:
+        return None
+    call = tool_call_of(span.name, attributes, fmt)
+    assert call is not None
+    status_error = span.status.status_code is StatusCode.ERROR
+    transport_error = (
+        status_error or call.status_error or c.ERROR_TYPE in attributes or any(e.name == "exception" for e in span.events)
+    )
+    verdict = read_recorded(call.result).verdict
+    if verdict is not None and verdict.outcome != c.OUTCOME_OK:
+        outcome = verdict.outcome
+        transport = c.TRANSPORT_ERROR if transport_error else verdict.transport
+        masked = not status_error and outcome != c.OUTCOME_FORCED
+    else:
+        outcome = c.OUTCOME_ERROR if transport_error else c.OUTCOME_OK
+        transport = c.TRANSPORT_ERROR if transport_error else c.TRANSPORT_OK
+        masked = False
+    label = outcome if outcome in labelled else c.OUTCOME_OTHER
+    return (call.tool_name or "", transport, label), (label if masked else None)
+
+
+class _Keep(SpanProcessor):
+    def __init__(self, kept: list[ReadableSpan]) -> None:
+        self.kept = kept
+
+    def on_end(self, span: ReadableSpan) -> None:
+        self.kept.append(span)
+
+
+class _Observed:
+    """One observer for a whole test (so verdicts judged in one example are remembered in the next)."""
+
+    def __init__(self, outcomes: tuple[str, ...] = _LABELLED) -> None:
+        self.observer = telemetry.observe_tool_spans(registry=CollectorRegistry(), outcomes=outcomes)
+        self.labelled = c.OUTCOMES | frozenset(outcomes)
+        self.provider = TracerProvider()
+        self.provider.add_span_processor(self.observer)
+        self.kept: list[ReadableSpan] = []
+        self.provider.add_span_processor(_Keep(self.kept))  # after the observer: the same ended span
+        self.tracer = self.provider.get_tracer("a-peer-instrumentation")
+
+    def counts(self) -> tuple[Counter[tuple[str, str, str]], Counter[tuple[str, str]]]:
+        calls: Counter[tuple[str, str, str]] = Counter()
+        masked: Counter[tuple[str, str]] = Counter()
+        assert self.observer.metrics is not None
+        for family in self.observer.metrics.registry.collect():
+            for sample in family.samples:
+                labels = sample.labels
+                if sample.name == c.METRIC_TOOL_CALLS_TOTAL and labels[c.LABEL_READBACK] == c.READBACK_UNKNOWN:
+                    calls[(labels[c.LABEL_TOOL], labels[c.LABEL_TRANSPORT], labels[c.LABEL_OUTCOME])] += int(sample.value)
+                elif sample.name == c.METRIC_MASKED_FAILURES_TOTAL:
+                    masked[(labels[c.LABEL_TOOL], labels[c.LABEL_OUTCOME])] += int(sample.value)
+        return calls, masked
+
+    def end(self, name: str, attributes: dict[str, Any], status: StatusCode, raised: bool) -> ReadableSpan:
+        span = self.tracer.start_span(name, attributes=attributes)
+        if raised:
+            span.record_exception(TimeoutError("upstream"))
+        span.set_status(Status(status))
+        span.end()
+        return self.kept.pop()
+
+    def check(self, spans: list[tuple[str, dict[str, Any], StatusCode, bool]]) -> None:
+        before_calls, before_masked = self.counts()
+        expected_calls: Counter[tuple[str, str, str]] = Counter()
+        expected_masked: Counter[tuple[str, str]] = Counter()
+        for name, attributes, status, raised in spans:
+            found = _long_way(self.end(name, attributes, status, raised), self.labelled)
+            if found is not None:
+                expected_calls[found[0]] += 1
+                if found[1] is not None:
+                    expected_masked[(found[0][0], found[1])] += 1
+        calls, masked = self.counts()
+        assert calls - before_calls == expected_calls
+        assert masked - before_masked == expected_masked
+
+
+_SPAN = st.tuples(
+    st.sampled_from([fmt.name for fmt in FORMATS]),
+    st.sampled_from(_NAMES),
+    st.sampled_from(_TEXTS),
+    st.frozensets(st.sampled_from(["error.type", "tool.status", "numeric result", "llm marker too"]), max_size=2),
+    st.sampled_from([StatusCode.UNSET, StatusCode.OK, StatusCode.ERROR]),
+    st.booleans(),
+)
+_OTHER = st.sampled_from([
+    ("chat gpt-4.1", {c.GEN_AI_OPERATION_NAME: "chat"}),
+    ("ChatOpenAI", {c.OPENINFERENCE_SPAN_KIND: "LLM"}),
+    ("workflow", {c.MLFLOW_SPAN_TYPE: json.dumps("CHAIN")}),
+    ("POST /v1/charges", {"http.request.method": "POST"}),
+])
+_OBSERVED = _Observed()
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.one_of(_SPAN, _OTHER), min_size=1, max_size=6))
+def test_the_observer_counts_every_span_as_the_long_way_does(drawn: list[Any]) -> None:
+    spans = []
+    for item in drawn:
+        if len(item) == 2:
+            spans.append((item[0], dict(item[1]), StatusCode.UNSET, False))
+        else:
+            fmt, name, text, flags, status, raised = item
+            span_name, attributes = _peer_span_attributes(fmt, name, text, flags)
+            spans.append((span_name, attributes, status, raised))
+    _OBSERVED.check(spans)
+
+
+def test_a_shape_registered_or_removed_is_met_by_texts_judged_before() -> None:
+    """Verdicts remembered under the shapes of before are judged anew after each change."""
+    observed = _Observed()
+    fault = _peer_span_attributes(c.FORMAT_GENAI, "charge_card", '{"fault": 1}', frozenset())
+    quota = _peer_span_attributes(c.FORMAT_OPENINFERENCE, "charge_card", _TEXTS[1], frozenset())
+    spans = [(*fault, StatusCode.UNSET, False), (*quota, StatusCode.UNSET, False)] * 2
+    observed.check(spans)  # judged by the built-in rules, and remembered
+    unregister = register_result_shape(lambda r: isinstance(r, dict) and "fault" in r, lambda r: "card_fault")
+    try:
+        before = observed.counts()[1][("charge_card", "card_fault")]
+        observed.check(spans)
+        assert observed.counts()[1][("charge_card", "card_fault")] == before + 2
+        second = register_result_shape(lambda r: isinstance(r, dict) and r.get("success") is False, lambda r: None)
+        observed.check(spans)  # the newest shape says the quota envelope is a success
+        second()
+        observed.check(spans)
+    finally:
+        unregister()
+    observed.check(spans)
+    # ok: the fault texts before any shape and after the last removal, the quota texts under the second
+    assert observed.counts()[0][("charge_card", c.TRANSPORT_OK, c.OUTCOME_OK)] == 2 + 2 + 2
