@@ -26,7 +26,9 @@ from prometheus_client import CollectorRegistry
 from telemetry import conventions as c
 from telemetry.forensics import Forensics, ingest, open_traces
 from telemetry.forensics._cli import main as forensics_main
+from telemetry.forensics._peers import options_from
 from telemetry.forensics.watch import Watcher, WatchOptions
+from telemetry.forensics.watch._cli import build_parser as build_watch_parser
 
 PEERS = Path(__file__).resolve().parents[1] / "peers" / "fixtures"
 LOGFIRE_TOOLS = Path(__file__).resolve().parent / "peer_fixtures" / "logfire-tools.json"
@@ -129,10 +131,11 @@ def test_watch_counts_both_findings_once(fmt: str, path: Path, tmp_path: Path) -
     folder = tmp_path / "traces"
     folder.mkdir()
     shutil.copy(path, folder / "peer.jsonl")
-    if selector(fmt, path):
-        pytest.skip("watch takes no --tool-spans: logfire's function spans are no tool calls there")
+    args = build_watch_parser().parse_args([str(folder)] + selector_args(fmt, path))  # as `watch` is told
+    assert (args.tool_spans or None) == ([selector(fmt, path)] if selector(fmt, path) else None)
     registry = CollectorRegistry()
-    w = Watcher(WatchOptions(paths=(str(folder),), settle=0.0), registry=registry)
+    peer_options = options_from(args.tool_spans or None, args.result_shape or None)
+    w = Watcher(WatchOptions(paths=(str(folder),), settle=0.0, peer_options=peer_options), registry=registry)
     try:
         first = w.run_pass()
         found = sorted((f.question, f.key) for f in first.new)
@@ -172,3 +175,18 @@ def test_no_content_reaches_a_report_without_show_content(fmt: str, path: Path, 
     shown = json.loads(capsys.readouterr().out)
     repeated = next(q for q in shown["questions"] if q["question"] == "repeated_executions")
     assert secret[0] in repeated["examples"][0]["arguments"]
+
+
+@pytest.mark.parametrize("option, value, named", [
+    ("--tool-spans", "missing-selector.json", "missing-selector.json"),
+    ("--result-shape", "no_such_module_here:shape", "no_such_module_here"),
+    ("--result-shape", "no colon", "module:function"),
+])
+def test_watch_refuses_a_bad_peer_option_before_it_serves(option: str, value: str, named: str, tmp_path: Path,
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    """``watch`` takes the layer's options as ``forensics report`` does, and refuses a bad one with exit 2."""
+    from telemetry.forensics.watch._cli import main as watch_main
+
+    assert watch_main([str(tmp_path), option, value, "--metrics-port", "0"]) == 2
+    err = capsys.readouterr().err
+    assert option in err and named in err

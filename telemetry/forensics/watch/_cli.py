@@ -31,6 +31,8 @@ from ..._command import (
 )
 from .._cli import byte_count
 from .._loading import MAX_LINE_BYTES
+from .._peers import add_arguments as add_peer_arguments
+from .._peers import options_from
 from ..clickhouse._options import add_arguments as add_clickhouse_arguments
 from ._clickhouse import ClickHouseSource, ClickHouseWindow
 from ._watcher import PassResult, Watcher, WatchOptions
@@ -115,6 +117,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--max-line-bytes", type=byte_count, default=MAX_LINE_BYTES, metavar="N",
                         help="longest line to read (K/M/G suffixes; default 16M); longer lines are skipped")
     parser.add_argument("--quiet", "-q", action="store_true", help="no per-pass progress on stderr")
+    add_peer_arguments(parser, content=False)
     add_clickhouse_arguments(parser, window=False)
     return parser
 
@@ -140,9 +143,10 @@ def execute(args: argparse.Namespace) -> int:
     source = None if args.clickhouse is None else ClickHouseSource(
         args.clickhouse, table=args.table, service=args.service, max_spans=args.max_spans,
         password_env=args.password_env)
+    peer_options = options_from(args.tool_spans or None, args.result_shape or None)
     options = WatchOptions(paths=tuple(args.paths), interval=args.interval, window=args.last,
                            settle=args.settle, state=args.state, max_line_bytes=args.max_line_bytes,
-                           clickhouse=source)
+                           clickhouse=source, peer_options=peer_options)
     watcher = Watcher(options, out=server_stdout())  # a closed stdout silences the lines, /metrics goes on
     stop = threading.Event()
 

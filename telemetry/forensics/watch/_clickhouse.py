@@ -22,6 +22,7 @@ from typing import Any
 from ...exceptions import ClickHouseInputError, ClickHouseUnreachable
 from .._evidence import Evidence
 from .._loading import SPANS_BASE, SPANS_LOADED, LoadReport, SkippedRow
+from .._peers import PeerOptions
 from ..clickhouse._client import PASSWORD_ENV, ClickHouseConnection, connect, parse_url
 from ..clickhouse._select import ReadWindow
 from ..clickhouse._source import load_clickhouse, plan_read
@@ -63,7 +64,7 @@ class ClickHouseWindow:
     """
 
     def __init__(self, source: ClickHouseSource, window_seconds: float,
-                 now_ns: Callable[[], int] = time.time_ns):
+                 now_ns: Callable[[], int] = time.time_ns, peer_options: PeerOptions | None = None):
         self.source = source
         self.window_ns = int(window_seconds * 1e9)
         self._now_ns = now_ns
@@ -76,7 +77,7 @@ class ClickHouseWindow:
             raise ClickHouseInputError("watch --clickhouse needs clickhouse-connect: pip install -e "
                                        "'/path/to/outcome-telemetry[clickhouse]'") from None
         self._connection: ClickHouseConnection | None = None
-        self._tmp, self.con = open_database(None)
+        self._tmp, self.con = open_database(None, peer_options)
         self.label = target.label
         self.report: LoadReport | None = None
         self.evidence: Evidence | None = None

@@ -39,6 +39,7 @@ from ... import conventions as c
 from ...exceptions import ForensicsInputError, TelemetryError
 from .._evidence import printable
 from .._loading import MAX_LINE_BYTES
+from .._peers import PeerOptions
 from .._questions import question
 from ._clickhouse import ClickHouseSource, ClickHouseWindow
 from ._findings import WATCHED, counted, watched_questions
@@ -68,6 +69,8 @@ class WatchOptions:
     """Read each pass's window from ClickHouse instead of following ``paths``."""
     future_seconds: float = FUTURE_SECONDS
     """How far past the wall clock a span may end and still be the window's end."""
+    peer_options: PeerOptions | None = None
+    """``--tool-spans`` and ``--result-shape``: the span-format layer as ``forensics report`` takes them."""
 
 
 @dataclass
@@ -147,12 +150,12 @@ class Watcher:
         if options.clickhouse is not None:
             if options.paths:
                 raise ForensicsInputError("give trace PATHS or --clickhouse, not both")
-            self.window = ClickHouseWindow(options.clickhouse, options.window)
+            self.window = ClickHouseWindow(options.clickhouse, options.window, peer_options=options.peer_options)
         else:
             self.follower = Follower(options.paths, state.files)
             database = options.state.with_name(options.state.name + ".window.duckdb") if options.state else None
             self.window = WatchWindow(options.window, database, options.max_line_bytes, clock=wall_clock,
-                                 future_seconds=options.future_seconds)
+                                 future_seconds=options.future_seconds, peer_options=options.peer_options)
         limit = int((wall_clock() + options.future_seconds) * 1e9)
         if state.newest_ns > limit:
             print(f"warning: {options.state}: its newest span time ({state.newest_ns} ns) is after the "

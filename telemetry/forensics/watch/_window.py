@@ -51,6 +51,8 @@ from .._loading import (
     limit_memory,
     read_json_lines,
 )
+from .._peers import PeerOptions
+from .._peers import install as install_peers
 from .._questions import question
 from ._follow import Chunk
 
@@ -83,9 +85,10 @@ class Added:
     """Spans read that end more than ``future_seconds`` after now (judged, never the window's end)."""
 
 
-def open_database(database: Path | None) -> tuple[Path, duckdb.DuckDBPyConnection]:
+def open_database(database: Path | None, peer_options: PeerOptions | None = None) -> tuple[Path, duckdb.DuckDBPyConnection]:
     """A private temporary folder and a DuckDB connection to ``database`` (else one in the folder),
-    under the forensics memory limit, spilling into the folder, with the span macros installed."""
+    under the forensics memory limit, spilling into the folder, with the span macros installed
+    (and the span-format layer shaped by ``peer_options``: ``--tool-spans``, ``--result-shape``)."""
     tmp = Path(tempfile.mkdtemp(prefix="outcome-telemetry-watch-"))
     path = database if database is not None else tmp / "window.duckdb"
     try:
@@ -96,6 +99,8 @@ def open_database(database: Path | None) -> tuple[Path, duckdb.DuckDBPyConnectio
                                   "(the next start rebuilds the window from new lines)") from None
     limit_memory(con, tmp / "spill")
     install_macros(con)
+    if peer_options is not None:
+        install_peers(con, peer_options)
     return tmp, con
 
 
@@ -115,12 +120,12 @@ class WatchWindow:
 
     def __init__(self, window_seconds: float, database: Path | None = None,
                  max_line_bytes: int = MAX_LINE_BYTES, *, clock: Callable[[], float] = time.time,
-                 future_seconds: float = FUTURE_SECONDS):
+                 future_seconds: float = FUTURE_SECONDS, peer_options: PeerOptions | None = None):
         self.window_ns = int(window_seconds * 1e9)
         self.max_line_bytes = max_line_bytes
         self.future_ns = int(future_seconds * 1e9)
         self._clock = clock
-        self._tmp, self.con = open_database(database)
+        self._tmp, self.con = open_database(database, peer_options)
         self.newest_ns = 0
         """The end of the newest span trusted as the window's end (see the module docstring)."""
         self.spans = 0
