@@ -419,7 +419,7 @@ CREATE TEMP TABLE IF NOT EXISTS tool_span_selection (
 -- 1,000 characters).
 CREATE OR REPLACE TEMP TABLE peer_spans AS
 WITH candidates AS (
-    SELECT trace_id, span_id, parent_span_id, name, status_code, error_type, start_time_unix_nano,
+    SELECT trace_id, span_id, parent_span_id, name, status_code, error_type, conversation_id, start_time_unix_nano,
            end_time_unix_nano, attribute_keys, attribute_values,
            peer_plain(attribute_values[list_position(attribute_keys, 'gen_ai.operation.name')]) AS m_genai,
            peer_plain(attribute_values[list_position(attribute_keys, 'openinference.span.kind')]) AS m_openinference,
@@ -433,7 +433,7 @@ WITH candidates AS (
                                         'langfuse.observation.type', 'mlflow.spanType', 'code.function'])
     UNION ALL
     -- Spans only a selector can make tool calls (no marker key, no code.function): only when one is given.
-    SELECT trace_id, span_id, parent_span_id, name, status_code, error_type, start_time_unix_nano,
+    SELECT trace_id, span_id, parent_span_id, name, status_code, error_type, conversation_id, start_time_unix_nano,
            end_time_unix_nano, attribute_keys, attribute_values, NULL, NULL, NULL, NULL, NULL, NULL
     FROM spans_base
     WHERE coalesce(getvariable('tool_span_selectors'), 0) > 0 AND transport IS NULL
@@ -570,7 +570,8 @@ SELECT
     recorded_call_id AS call_id,
     CASE WHEN recorded_call_id IS NOT NULL THEN 'attribute' END AS call_id_source,
     run_value AS run_id,
-    CASE WHEN call_format IS NULL THEN NULL WHEN run_value IS NOT NULL THEN run_key_found ELSE 'trace id' END AS run_source,
+    CASE WHEN call_format IS NULL THEN NULL WHEN run_value IS NOT NULL THEN run_key_found
+         WHEN conversation_id IS NOT NULL THEN 'gen_ai.conversation.id' ELSE 'trace id' END AS run_source,
     recorded_agent AS agent_id,
     CASE WHEN status_code = 'error' OR error_type IS NOT NULL OR tool_status = 'error' THEN 'error' ELSE 'ok' END
         AS transport,
@@ -657,10 +658,32 @@ SELECT * FROM oi_call_ids
 ) oi_call_ids
 WHERE peer_spans.trace_id = oi_call_ids.trace_id AND peer_spans.span_id = oi_call_ids.span_id;
 
+-- OpenLLMetry (traceloop) names no conversation on a tool span: its run is the workflow span
+-- around it (@workflow, traceloop.span.kind = 'workflow'), found by walking up the tool span's
+-- parents within its trace (an @agent or @task span may sit between them), at most 64 levels.
+-- The workflow span's id is the run id; a tool span with no workflow above it keeps its
+-- gen_ai.conversation.id (newer traceloop-sdk releases copy the session id there), else the trace id.
+UPDATE peer_spans SET run_id = workflows.workflow_span_id, run_source = 'workflow span'
+FROM (
+WITH RECURSIVE up(trace_id, span_id, ancestor_id, depth, workflow_span_id) AS (
+    SELECT trace_id, span_id, parent_span_id, 0, CAST(NULL AS VARCHAR)
+    FROM peer_spans
+    WHERE span_format = 'traceloop' AND is_tool_call AND run_id IS NULL AND parent_span_id IS NOT NULL
+    UNION ALL
+    SELECT u.trace_id, u.span_id, b.parent_span_id, u.depth + 1,
+           CASE WHEN peer_plain(b.attribute_values[list_position(b.attribute_keys, 'traceloop.span.kind')]) = 'workflow'
+                THEN b.span_id END
+    FROM up u JOIN spans_base b ON b.trace_id = u.trace_id AND b.span_id = u.ancestor_id
+    WHERE u.workflow_span_id IS NULL AND u.depth < 64
+)
+SELECT trace_id, span_id, workflow_span_id FROM up WHERE workflow_span_id IS NOT NULL
+) workflows
+WHERE peer_spans.trace_id = workflows.trace_id AND peer_spans.span_id = workflows.span_id;
+
 -- The `spans` view: every span once, with `attributes` (computed only when a query selects it).
 -- Our own spans keep what they recorded; a peer tool span (a row of peer_spans that is a tool
 -- call) fills only what its span left empty: tool_name, run_id (the format's conversation or
--- session id, else the trace id), agent_id, transport (error when the status is ERROR, error.type
+-- session id, OpenLLMetry's workflow span, else the trace id), agent_id, transport (error when the status is ERROR, error.type
 -- is set or gen_ai.tool.status is error), readback ('unknown': nothing read the state back),
 -- outcome (from the recorded result; a transport error gives error.type's token or 'error') and
 -- the kind. `tool_kind` is filled where the attributes decide it, else for a peer tool call from

@@ -190,3 +190,28 @@ def test_watch_refuses_a_bad_peer_option_before_it_serves(option: str, value: st
     assert watch_main([str(tmp_path), option, value, "--metrics-port", "0"]) == 2
     err = capsys.readouterr().err
     assert option in err and named in err
+
+
+def test_an_openllmetry_run_is_its_workflow_span(tmp_path: Path) -> None:
+    """traceloop-sdk's tool spans sit under @agent under @workflow: the workflow span is their run
+    (not the trace: one trace may hold several workflows); a tool span with no workflow above it
+    keeps the conversation id traceloop-sdk copies its session id into (else the trace id)."""
+    with open_traces([PEERS / "openllmetry.jsonl"]) as traces:
+        con = traces.connection
+        [(workflow,)] = con.execute("SELECT span_id FROM spans WHERE attr(attributes, 'traceloop.span.kind') = 'workflow'"
+                                    ).fetchall()
+        runs = con.execute("SELECT DISTINCT run_id FROM spans WHERE span_format = 'traceloop'").fetchall()
+        assert runs == [(workflow,)]
+        assert con.execute("SELECT DISTINCT run_source FROM peer_spans WHERE is_tool_call").fetchall() == [
+            ("workflow span",)]
+    # The same tool spans with the workflow (and agent) spans left out: the conversation is the run.
+    kept = [line for line in (PEERS / "openllmetry.jsonl").read_text().splitlines()
+            if '"workflow"' not in line and '"agent"' not in line]
+    assert kept and len(kept) < len((PEERS / "openllmetry.jsonl").read_text().splitlines())
+    orphaned = tmp_path / "no-workflow.jsonl"
+    orphaned.write_text("\n".join(kept) + "\n")
+    with open_traces([orphaned]) as traces:
+        rows = traces.connection.execute(
+            "SELECT DISTINCT s.run_id, p.run_source FROM spans s JOIN peer_spans p USING (trace_id, span_id) "
+            "WHERE s.span_format = 'traceloop'").fetchall()
+        assert rows == [("sess-story-1", "gen_ai.conversation.id")]
