@@ -139,7 +139,8 @@ CREATE OR REPLACE TEMP MACRO otlp_suspicious(d) AS
 -- otlp_typed('name'): the stored span columns from the relation `name` (a table, a view or a CTE
 -- in scope) of checked spans, with the columns source_file, resource_attributes, scope_name,
 -- scope_version, s (the span: traceId, spanId, parentSpanId, name, kind, status {code, message},
--- startTimeUnixNano, endTimeUnixNano), attribute_keys, attribute_values and attribute_arrays.
+-- startTimeUnixNano, endTimeUnixNano, events [{name}]), attribute_keys, attribute_values and
+-- attribute_arrays.
 -- Every source (JSON lines here, ClickHouse in telemetry/forensics/clickhouse/) goes through it,
 -- so one set of rules types them.
 CREATE OR REPLACE TEMP MACRO otlp_typed(checked) AS TABLE
@@ -228,7 +229,10 @@ WITH typed AS (
             AS schedule_window_seconds,
         attribute_values[list_position(attribute_keys, 'schedule.fires_at')] AS schedule_fires_at,
         lower(attribute_values[list_position(attribute_keys, 'schedule.in_window')]) IN ('true', '1')
-            AS schedule_in_window
+            AS schedule_in_window,
+        -- The span recorded an exception event (only the events' names are read): a peer tool
+        -- span that raised with its status left UNSET is a transport error (the span-format layer).
+        coalesce(list_contains(list_transform(s.events, lambda e: e.name), 'exception'), false) AS raised
     FROM query_table(checked)
 )
 SELECT coalesce(conversation_id, trace_id) AS run_id, * FROM typed;
@@ -238,7 +242,7 @@ WITH lines AS (
     SELECT
         filename AS source_file,
         json AS line,
-        from_json(json, '{"resourceSpans":[{"resource":{"attributes":[{"key":"VARCHAR","value":{"stringValue":"VARCHAR","boolValue":"VARCHAR","intValue":"VARCHAR","doubleValue":"VARCHAR","bytesValue":"VARCHAR","kvlistValue":"JSON","arrayValue":{"values":[{"stringValue":"VARCHAR","boolValue":"VARCHAR","intValue":"VARCHAR","doubleValue":"VARCHAR","bytesValue":"VARCHAR","kvlistValue":"JSON","arrayValue":"JSON"}]}}}]},"scopeSpans":[{"scope":{"name":"VARCHAR","version":"VARCHAR"},"spans":[{"traceId":"VARCHAR","spanId":"VARCHAR","parentSpanId":"VARCHAR","name":"VARCHAR","kind":"VARCHAR","startTimeUnixNano":"VARCHAR","endTimeUnixNano":"VARCHAR","attributes":[{"key":"VARCHAR","value":{"stringValue":"VARCHAR","boolValue":"VARCHAR","intValue":"VARCHAR","doubleValue":"VARCHAR","bytesValue":"VARCHAR","kvlistValue":"JSON","arrayValue":{"values":[{"stringValue":"VARCHAR","boolValue":"VARCHAR","intValue":"VARCHAR","doubleValue":"VARCHAR","bytesValue":"VARCHAR","kvlistValue":"JSON","arrayValue":"JSON"}]}}}],"status":{"code":"VARCHAR","message":"VARCHAR"}}]}]}]}') AS d
+        from_json(json, '{"resourceSpans":[{"resource":{"attributes":[{"key":"VARCHAR","value":{"stringValue":"VARCHAR","boolValue":"VARCHAR","intValue":"VARCHAR","doubleValue":"VARCHAR","bytesValue":"VARCHAR","kvlistValue":"JSON","arrayValue":{"values":[{"stringValue":"VARCHAR","boolValue":"VARCHAR","intValue":"VARCHAR","doubleValue":"VARCHAR","bytesValue":"VARCHAR","kvlistValue":"JSON","arrayValue":"JSON"}]}}}]},"scopeSpans":[{"scope":{"name":"VARCHAR","version":"VARCHAR"},"spans":[{"traceId":"VARCHAR","spanId":"VARCHAR","parentSpanId":"VARCHAR","name":"VARCHAR","kind":"VARCHAR","startTimeUnixNano":"VARCHAR","endTimeUnixNano":"VARCHAR","attributes":[{"key":"VARCHAR","value":{"stringValue":"VARCHAR","boolValue":"VARCHAR","intValue":"VARCHAR","doubleValue":"VARCHAR","bytesValue":"VARCHAR","kvlistValue":"JSON","arrayValue":{"values":[{"stringValue":"VARCHAR","boolValue":"VARCHAR","intValue":"VARCHAR","doubleValue":"VARCHAR","bytesValue":"VARCHAR","kvlistValue":"JSON","arrayValue":"JSON"}]}}}],"status":{"code":"VARCHAR","message":"VARCHAR"},"events":[{"name":"VARCHAR"}]}]}]}]}') AS d
     FROM read_ndjson_objects(paths, filename = true, maximum_object_size = max_line_bytes)
 ),
 -- Every check is a filter that is true or raises: the parsed data flows on untouched (a CASE that
@@ -419,8 +423,8 @@ CREATE TEMP TABLE IF NOT EXISTS tool_span_selection (
 -- 1,000 characters).
 CREATE OR REPLACE TEMP TABLE peer_spans AS
 WITH candidates AS (
-    SELECT trace_id, span_id, parent_span_id, name, status_code, error_type, conversation_id, start_time_unix_nano,
-           end_time_unix_nano, attribute_keys, attribute_values,
+    SELECT trace_id, span_id, parent_span_id, name, status_code, error_type, coalesce(raised, false) AS raised,
+           conversation_id, start_time_unix_nano, end_time_unix_nano, attribute_keys, attribute_values,
            peer_plain(attribute_values[list_position(attribute_keys, 'gen_ai.operation.name')]) AS m_genai,
            peer_plain(attribute_values[list_position(attribute_keys, 'openinference.span.kind')]) AS m_openinference,
            peer_plain(attribute_values[list_position(attribute_keys, 'traceloop.span.kind')]) AS m_traceloop,
@@ -433,8 +437,9 @@ WITH candidates AS (
                                         'langfuse.observation.type', 'mlflow.spanType', 'code.function'])
     UNION ALL
     -- Spans only a selector can make tool calls (no marker key, no code.function): only when one is given.
-    SELECT trace_id, span_id, parent_span_id, name, status_code, error_type, conversation_id, start_time_unix_nano,
-           end_time_unix_nano, attribute_keys, attribute_values, NULL, NULL, NULL, NULL, NULL, NULL
+    SELECT trace_id, span_id, parent_span_id, name, status_code, error_type, coalesce(raised, false) AS raised,
+           conversation_id, start_time_unix_nano, end_time_unix_nano, attribute_keys, attribute_values,
+           NULL, NULL, NULL, NULL, NULL, NULL
     FROM spans_base
     WHERE coalesce(getvariable('tool_span_selectors'), 0) > 0 AND transport IS NULL
       AND NOT list_has_any(attribute_keys, ['gen_ai.operation.name', 'openinference.span.kind', 'traceloop.span.kind',
@@ -573,9 +578,9 @@ SELECT
     CASE WHEN call_format IS NULL THEN NULL WHEN run_value IS NOT NULL THEN run_key_found
          WHEN conversation_id IS NOT NULL THEN 'gen_ai.conversation.id' ELSE 'trace id' END AS run_source,
     recorded_agent AS agent_id,
-    CASE WHEN status_code = 'error' OR error_type IS NOT NULL OR tool_status = 'error' THEN 'error' ELSE 'ok' END
+    CASE WHEN status_code = 'error' OR error_type IS NOT NULL OR tool_status = 'error' OR raised THEN 'error' ELSE 'ok' END
         AS transport,
-    CASE WHEN status_code = 'error' OR error_type IS NOT NULL OR tool_status = 'error'
+    CASE WHEN status_code = 'error' OR error_type IS NOT NULL OR tool_status = 'error' OR raised
          THEN coalesce(peer_token(error_type), 'error') ELSE nullif(split_part(verdict, ':', 2), '') END AS outcome,
     CASE WHEN call_format IS NULL THEN NULL WHEN result_text IS NULL OR result_text = '' THEN 'absent'
          ELSE split_part(verdict, ':', 1) END AS result_status,
@@ -684,7 +689,7 @@ WHERE peer_spans.trace_id = workflows.trace_id AND peer_spans.span_id = workflow
 -- Our own spans keep what they recorded; a peer tool span (a row of peer_spans that is a tool
 -- call) fills only what its span left empty: tool_name, run_id (the format's conversation or
 -- session id, OpenLLMetry's workflow span, else the trace id), agent_id, transport (error when the status is ERROR, error.type
--- is set or gen_ai.tool.status is error), readback ('unknown': nothing read the state back),
+-- is set, gen_ai.tool.status is error or the span recorded an exception event), readback ('unknown': nothing read the state back),
 -- outcome (from the recorded result; a transport error gives error.type's token or 'error') and
 -- the kind. `tool_kind` is filled where the attributes decide it, else for a peer tool call from
 -- its name and then its arguments; `tool_kind_source` says where it came from: 'recorded',
@@ -694,7 +699,7 @@ WHERE peer_spans.trace_id = workflows.trace_id AND peer_spans.span_id = workflow
 -- format of a peer tool call, else NULL (not a tool call). start_time and end_time are made from
 -- the nanosecond columns (the same values) rather than read from the spans a second time.
 CREATE OR REPLACE TEMP VIEW spans AS
-    SELECT * EXCLUDE (inferred, rd, wr, dl, pv, p_trace_id, p_span_id, p_format, p_tool_name, p_call_id, p_run_id,
+    SELECT * EXCLUDE (raised, inferred, rd, wr, dl, pv, p_trace_id, p_span_id, p_format, p_tool_name, p_call_id, p_run_id,
                       p_agent_id, p_transport, p_outcome, p_result_status, p_arguments_hash, p_arguments_keyed,
                       p_kind, p_kind_source, p_arguments_shown, p_result_shown, p_around_ours)
              REPLACE (coalesce(p_run_id, run_id) AS run_id,

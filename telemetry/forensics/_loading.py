@@ -416,6 +416,13 @@ def _check_parts(con: duckdb.DuckDBPyConnection, parquet: list[str]) -> None:
                                       f"column); {advice}")
 
 
+def _parts(con: duckdb.DuckDBPyConnection, parquet: list[str]) -> duckdb.DuckDBPyRelation:
+    """The Parquet parts as one relation with the loader's columns: parts ``ingest`` wrote before
+    the ``raised`` column existed (exception events) read as having none."""
+    parts = con.read_parquet(parquet, union_by_name=True)
+    return parts if "raised" in parts.columns else parts.project("*, false AS raised")
+
+
 def load(
     con: duckdb.DuckDBPyConnection,
     inputs: TraceInputs,
@@ -443,10 +450,10 @@ def load(
             progress(f"reading {len(inputs.json_files)} JSON-lines file(s), {total / 1e6:,.1f} MB")
         report = loader.load(inputs.json_files)
         if parquet:
-            con.read_parquet(parquet, union_by_name=True).insert_into(SPANS_LOADED)
+            _parts(con, parquet).insert_into(SPANS_LOADED)
     elif parquet:
         started = time.perf_counter()
-        con.read_parquet(parquet, union_by_name=True).create_view(SPANS_LOADED, replace=True)
+        _parts(con, parquet).create_view(SPANS_LOADED, replace=True)
         report.files = len(parquet)
         report.seconds = time.perf_counter() - started
     else:

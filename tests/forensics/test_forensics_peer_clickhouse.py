@@ -34,3 +34,41 @@ def test_the_story_reads_the_same_from_clickhouse(fmt: str, tmp_path: Path, chdb
         check_story(ch, fmt)
         for name in ("masked_failures", "repeated_executions"):
             assert ch.run(name) == files.run(name), name
+
+
+def test_an_exception_event_reaches_the_layer_from_clickhouse(tmp_path: Path, chdb_dir: Path, database: str) -> None:
+    """The read fetches whether a span's ``Events.Name`` holds ``exception``: a tool span that raised
+    with its status UNSET is a transport error from ClickHouse as from the same file."""
+    import time
+
+    from test_forensics_peer_layer import raised_spans, write
+
+    from forensics_builder import hex_id
+
+    trace = hex_id("trace:raised-ch", 32)
+    spans = raised_spans(trace)
+    shift = (time.time_ns() - 3600 * 10**9) - int(spans[0]["startTimeUnixNano"])
+    lines = shifted_lines([write(tmp_path, spans).read_text(encoding="utf-8").strip()], shift)
+    client = client_for(chdb_dir)
+    try:
+        create(client, database)
+        insert_rows(client, list(exporter_rows(lines)), database)
+        # The Collector writes a span's events into the Nested Events columns; the test rows carry none
+        # (exporter_rows leaves them empty), so the two events are set here as the exporter writes them.
+        for span in spans:
+            names = [e["name"] for e in span.get("events", [])]
+            if names:
+                client.command(
+                    f"ALTER TABLE {database}.otel_traces UPDATE `Events.Name` = {names!r}, "
+                    f"`Events.Timestamp` = arrayMap(n -> Timestamp, {names!r}), "
+                    f"`Events.Attributes` = arrayMap(n -> map(), {names!r}) "
+                    f"WHERE SpanId = '{span['spanId']}' SETTINGS mutations_sync = 1")
+        found = client.query(f"SELECT SpanId, `Events.Name` FROM {database}.otel_traces ORDER BY Timestamp").result_rows
+        assert [list(r[1]) for r in found] == [["exception"], ["retry"], []]
+    finally:
+        client.close()
+    sql = "SELECT transport, outcome FROM spans ORDER BY start_time_unix_nano"
+    with open_ch(chdb_dir, database) as ch, open_traces([write_lines(tmp_path / "same.jsonl", lines)]) as files:
+        got = ch.connection.execute(sql).fetchall()
+        assert got == files.connection.execute(sql).fetchall()
+        assert got[0] == (c.TRANSPORT_ERROR, c.OUTCOME_ERROR) and got[1:] == [(c.TRANSPORT_OK, c.OUTCOME_OK)] * 2

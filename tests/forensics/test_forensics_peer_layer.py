@@ -137,6 +137,47 @@ def test_transport_comes_from_the_status_error_type_and_strands_tool_status(tmp_
     assert {r["readback"] for r in got} == {c.READBACK_UNKNOWN}
 
 
+def raised_spans(trace: str) -> list[dict[str, Any]]:
+    """A tool span that raised with its status left UNSET (only an ``exception`` event says so),
+    one with another event, and one with none."""
+    ok = {c.GEN_AI_TOOL_CALL_RESULT: '{"ok": true}'}
+    spans = [genai_tool(trace, 1, "charge"), genai_tool(trace, 2, "charge", **ok), genai_tool(trace, 3, "charge", **ok)]
+    at = spans[0]["startTimeUnixNano"]
+    spans[0]["events"] = [{"timeUnixNano": at, "name": "exception",
+                           "attributes": [{"key": "exception.type", "value": {"stringValue": "TimeoutError"}}]}]
+    spans[1]["events"] = [{"timeUnixNano": at, "name": "retry"}]
+    return spans
+
+
+def test_an_exception_event_on_an_unset_span_is_a_transport_error(tmp_path: Path) -> None:
+    """JSON lines, Parquet from ``ingest``, and Parquet an older ``ingest`` wrote (no column for it)."""
+    from telemetry.forensics import ingest
+
+    trace = hex_id("trace:raised", 32)
+    path = write(tmp_path, raised_spans(trace))
+    expected = [(c.TRANSPORT_ERROR, c.OUTCOME_ERROR), (c.TRANSPORT_OK, c.OUTCOME_OK), (c.TRANSPORT_OK, c.OUTCOME_OK)]
+    sql = "SELECT transport, outcome FROM spans ORDER BY start_time_unix_nano"
+    with open_traces([path]) as traces:
+        assert [(r["transport"], r["outcome"]) for r in rows(traces, sql)] == expected
+        assert "raised" not in [d[0] for d in traces.connection.execute("SELECT * FROM spans LIMIT 0").description]
+    ingest([path], tmp_path / "pq")
+    with open_traces([tmp_path / "pq"]) as parts, open_traces([path, tmp_path / "pq"]) as both:
+        assert [(r["transport"], r["outcome"]) for r in rows(parts, sql)] == expected
+        assert [(r["transport"], r["outcome"]) for r in rows(both, sql)] == expected  # copies counted once
+    import duckdb
+
+    older = tmp_path / "older"
+    older.mkdir()
+    for part in (tmp_path / "pq").rglob("*.parquet"):
+        with duckdb.connect() as con:
+            con.execute("COPY (SELECT * EXCLUDE (raised) FROM read_parquet(?)) TO '" + str(older / part.name)
+                        + "' (FORMAT parquet)", [str(part)]).fetchall()
+    with open_traces([older]) as old, open_traces([path, older]) as mixed:
+        # no exception events in those parts: the call that raised has no recorded result, so no outcome
+        assert [(r["transport"], r["outcome"]) for r in rows(old, sql)] == [(c.TRANSPORT_OK, None)] + expected[1:]
+        assert len(rows(mixed, sql)) == 3
+
+
 def test_a_call_without_a_recorded_result_is_counted_with_the_setting_that_records_it(tmp_path: Path) -> None:
     trace = hex_id("trace:absent", 32)
     spans = [genai_tool(trace, n, "refund", **{c.GEN_AI_CONVERSATION_ID: "conv"}) for n in (1, 2)]

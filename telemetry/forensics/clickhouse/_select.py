@@ -82,6 +82,7 @@ REQUIRED_COLUMNS: dict[str, tuple[str, ...]] = {
     "Duration": ("UInt64", "Int64"),
     "StatusCode": ("String",),
     "StatusMessage": ("String",),
+    "Events.Name": ("Array(String)",),
 }
 """The ``otel_traces`` columns read and the types accepted (``LowCardinality`` aside): those the
 Collector's clickhouseexporter creates."""
@@ -285,6 +286,7 @@ SELECT
     toString({_spelling('SpanKind', KIND_SPELLINGS, bind)}) AS kind,
     toString({_spelling('StatusCode', STATUS_SPELLINGS, bind)}) AS status_code,
     toString(StatusMessage) AS status_message,
+    has(`Events.Name`, {bind('exception', 'String')}) AS raised,
     toString(toUnixTimestamp64Nano(Timestamp)) AS start_time_unix_nano,
     toString(toInt128(toUnixTimestamp64Nano(Timestamp)) + toInt128(Duration)) AS end_time_unix_nano,
     toString(ServiceName) AS service_name,

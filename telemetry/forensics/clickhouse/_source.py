@@ -68,7 +68,9 @@ WITH keyed AS (
         nullif(scope_version, '') AS scope_version,
         {{'traceId': trace_id, 'spanId': span_id, 'parentSpanId': parent_span_id, 'name': name, 'kind': kind,
           'status': {{'code': status_code, 'message': status_message}},
-          'startTimeUnixNano': start_time_unix_nano, 'endTimeUnixNano': end_time_unix_nano}} AS s,
+          'startTimeUnixNano': start_time_unix_nano, 'endTimeUnixNano': end_time_unix_nano,
+          'events': CASE WHEN raised THEN [{{'name': 'exception'}}]
+                         ELSE CAST([] AS STRUCT(name VARCHAR)[]) END}} AS s,
         CAST(attribute_keys AS VARCHAR[]) AS attribute_keys,
         CAST(attribute_values AS VARCHAR[]) AS attribute_values,
         CASE WHEN len(attribute_arrays) = 0 THEN list_resize(CAST([] AS VARCHAR[][]), len(attribute_keys))
@@ -86,7 +88,8 @@ SELECT
     resource_attributes, scope_name, scope_version,
     CASE WHEN problem IS NULL THEN s
          ELSE struct_pack(traceId := s.traceId, spanId := s.spanId, parentSpanId := s.parentSpanId, name := s.name,
-                          kind := s.kind, status := s.status, startTimeUnixNano := '0', endTimeUnixNano := '0')
+                          kind := s.kind, status := s.status, startTimeUnixNano := '0', endTimeUnixNano := '0',
+                          events := s.events)
     END AS s,
     attribute_keys, attribute_values, attribute_arrays
 FROM keyed
@@ -173,7 +176,7 @@ def _empty_batch() -> Any:
 
     text, texts = pa.string(), pa.list_(pa.string())
     fields = [("trace_id", text), ("span_id", text), ("parent_span_id", text), ("name", text), ("kind", text),
-              ("status_code", text), ("status_message", text), ("start_time_unix_nano", text),
+              ("status_code", text), ("status_message", text), ("raised", pa.bool_()), ("start_time_unix_nano", text),
               ("end_time_unix_nano", text), ("service_name", text), ("scope_name", text),
               ("scope_version", text), ("attribute_bytes", pa.uint64()), ("attribute_keys", texts),
               ("attribute_values", texts), ("attribute_arrays", pa.list_(texts))]

@@ -132,6 +132,9 @@ class WatchWindow:
         self.evicted_future = 0
         """Of the spans the last :meth:`evict` dropped, those dated more than a window past the clock."""
         if self._exists():
+            # A window kept by an older release has no exception-event column: spans in it have none.
+            self.con.execute(f"ALTER TABLE {SPANS_LOADED} ADD COLUMN IF NOT EXISTS raised BOOLEAN DEFAULT false"
+                             ).fetchall()
             row = self.con.execute(
                 f"SELECT coalesce(max(end_time_unix_nano) FILTER (WHERE end_time_unix_nano <= $limit), 0), "
                 f"count(*) FROM {SPANS_LOADED}", {"limit": self._limit()}).fetchall()[0]
