@@ -106,17 +106,17 @@ def test_every_read_of_the_table_is_bounded_by_the_padded_window() -> None:
     window = ReadWindow(10**18, 10**18 + 60 * 10**9, None, padding_ns=5 * 10**9)
     select = spans_select("otel", "otel_traces", window, 11)
     reads = select.sql.count("FROM `otel`.`otel_traces`")
-    assert reads == 3  # the runs picked, their tool spans' parent ids, the rows
+    assert reads == 4  # the runs picked, their tool spans' parent ids, OpenInference's traces, the rows
     assert select.sql.count("Timestamp >= fromUnixTimestamp64Nano(") == reads
     values = set(v for v in select.parameters.values() if isinstance(v, int))
     assert {10**18, 10**18 + 60 * 10**9, 10**18 - 5 * 10**9, 10**18 + 65 * 10**9} <= values
-    assert select.sql.count("picked_runs") == 3 and select.sql.count("groupUniqArray(") == 1  # chosen once
+    assert select.sql.count("picked_runs") == 4 and select.sql.count("groupUniqArray(") == 1  # chosen once
 
 
 def test_with_the_lookup_table_the_bounds_reach_the_picked_traces_whole() -> None:
     select = spans_select("otel", "otel_traces", W, 11, lookup="otel_traces_trace_id_ts")
     assert "FROM `otel`.`otel_traces_trace_id_ts` WHERE TraceId IN (SELECT arrayJoin(tupleElement(picked, 2)))" in select.sql
-    assert select.sql.count("Timestamp >= tupleElement(bounds, 1) AND Timestamp < tupleElement(bounds, 2)") == 2
+    assert select.sql.count("Timestamp >= tupleElement(bounds, 1) AND Timestamp < tupleElement(bounds, 2)") == 3
     assert "least(" in select.sql and "greatest(" in select.sql
     with pytest.raises(ClickHouseInputError, match="not a plain identifier"):
         spans_select("otel", "otel_traces", W, 11, lookup="x`y")

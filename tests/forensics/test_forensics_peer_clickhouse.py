@@ -72,3 +72,22 @@ def test_an_exception_event_reaches_the_layer_from_clickhouse(tmp_path: Path, ch
         got = ch.connection.execute(sql).fetchall()
         assert got == files.connection.execute(sql).fetchall()
         assert got[0] == (c.TRANSPORT_ERROR, c.OUTCOME_ERROR) and got[1:] == [(c.TRANSPORT_OK, c.OUTCOME_OK)] * 2
+
+
+def test_openinference_call_ids_come_from_the_llm_spans_read_from_clickhouse(tmp_path: Path, chdb_dir: Path,
+                                                                              database: str) -> None:
+    """The LLM spans that asked for the calls are the tool spans' siblings (no parent of theirs):
+    the read fetches them too, so each tool call has the call id the file gives it."""
+    lines = shifted_lines(fixture(c.FORMAT_OPENINFERENCE).read_text(encoding="utf-8").splitlines(), SHIFT_NS)
+    client = client_for(chdb_dir)
+    try:
+        create(client, database)
+        insert_rows(client, list(exporter_rows(lines)), database)
+    finally:
+        client.close()
+    sql = ("SELECT s.span_id, s.tool_call_id, p.call_id_source FROM spans s JOIN peer_spans p USING (trace_id, span_id) "
+           "WHERE s.span_format = 'openinference' ORDER BY s.span_id")
+    with open_ch(chdb_dir, database) as ch, open_traces([write_lines(tmp_path / "oi.jsonl", lines)]) as files:
+        got = ch.connection.execute(sql).fetchall()
+        assert got == files.connection.execute(sql).fetchall()
+        assert len(got) == 4 and all(row[1] and row[2] == "parent LLM span" for row in got)

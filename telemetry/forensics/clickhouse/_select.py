@@ -17,10 +17,12 @@ lists of text, as Arrow.
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from ... import conventions as c
 from ...exceptions import ClickHouseInputError, ClickHouseSchemaError, ClickHouseTableMissing
 from .._loading import MAX_LINE_BYTES
 from ._keys import NOT_TOOL_KEYS, PEER_RUN_KEYS, RUN_KEYS, AttributeKeys, attribute_keys
@@ -215,6 +217,11 @@ def _tool(keys: AttributeKeys, bind: _Binder) -> str:
     return f"{candidate} AND ({' OR '.join(decide)})"
 
 
+def _spelled(value: str) -> tuple[str, ...]:
+    """A marker value as written, and JSON-encoded (as :data:`PEER_TOOL_MARKERS` spells them)."""
+    return (value, json.dumps(value))
+
+
 def _time(ns: int, bind: _Binder) -> str:
     return f"fromUnixTimestamp64Nano({bind(max(min(ns, _INT64_MAX), -_INT64_MAX), 'Int64')})"
 
@@ -224,9 +231,10 @@ _INT64_MAX = 2**63 - 1
 
 def spans_select(database: str, table: str, window: ReadWindow, limit: int, *, lookup: str | None = None,
                  max_row_bytes: int = MAX_ROW_BYTES) -> SpansSelect:
-    """The select of every tool span of every run that has a tool span in ``window``, and of the
+    """The select of every tool span of every run that has a tool span in ``window``, of the
     spans that are not tool spans but parent one of them (an agent's or a server's span: the
-    clock-skew evidence compares a child with its parent).
+    clock-skew evidence compares a child with its parent), and of the OpenInference LLM spans in
+    the traces of its OpenInference tool spans (they hold the call ids).
 
     The runs are chosen once (a scalar subquery over the window); their spans are read from the
     window padded by ``window.padding_ns`` on both sides, widened to the first and last span of
@@ -271,6 +279,12 @@ def spans_select(database: str, table: str, window: ReadWindow, limit: int, *, l
                   f"     FROM {table_ts} WHERE TraceId IN (SELECT arrayJoin(tupleElement(picked, 2)))) AS bounds")
         bounds = "Timestamp >= tupleElement(bounds, 1) AND Timestamp < tupleElement(bounds, 2)"
     chosen = f"{run} IN (SELECT arrayJoin(picked_runs))"
+    # OpenInference's LLM spans name the call ids its tool spans lack (spans.sql matches them by
+    # tool name and order); LangGraph makes them the tool spans' cousins, not parents, so every
+    # LLM span of a trace with a chosen OpenInference tool span is read.
+    kind = f"SpanAttributes[{bind(c.OPENINFERENCE_SPAN_KIND, 'String')}]"
+    asking = f"has({bind(list(_spelled(c.OPENINFERENCE_KIND_LLM)), 'Array(String)')}, {kind})"
+    oi_tool = f"has({bind(list(_spelled(c.OPENINFERENCE_KIND_TOOL)), 'Array(String)')}, {kind})"
     sql = f"""WITH
     {picked},
     {kept} AS kept,
@@ -302,7 +316,9 @@ FROM {source}
 WHERE {bounds}
   AND (({tool} AND {chosen})
        OR (NOT ({tool}) AND (TraceId, SpanId) IN (
-           SELECT TraceId, ParentSpanId FROM {source} WHERE {bounds} AND {tool} AND notEmpty(ParentSpanId) AND {chosen})))
+           SELECT TraceId, ParentSpanId FROM {source} WHERE {bounds} AND {tool} AND notEmpty(ParentSpanId) AND {chosen}))
+       OR ({asking} AND TraceId IN (
+           SELECT TraceId FROM {source} WHERE {bounds} AND {oi_tool} AND {chosen})))
 LIMIT {bind(int(limit), 'UInt64')}"""
     return SpansSelect(sql=sql, parameters=dict(bind.values))
 
