@@ -540,20 +540,6 @@ WATCH_ALERTS: Final = (ALERT_FORENSIC_FINDING,)
 """Alerts on what ``watch`` serves, in ``alerts/outcome-telemetry.rules.yml`` (one rule per severity,
 all named the same)."""
 
-# --- forensics verdicts (the ``verdict`` column of every forensics question) ---------------------
-
-VERDICT_HAPPENED: Final = "happened"
-"""The harm a forensics row describes went through: the write, send, delegation or repeat was
-accepted (or the caller was told "done" and it was not)."""
-VERDICT_PREVENTED: Final = "prevented"
-"""A guard or a read-back stopped it, and the caller was told: refused, rolled back, deduplicated,
-expired. Never critical, never paged, never a ``--fail-on`` failure."""
-VERDICT_UNKNOWN: Final = "unknown"
-"""The evidence cannot tell whether it happened (the row's ``verdict_basis`` says what is missing):
-counted by ``--fail-on`` like a happened row, never paged."""
-VERDICTS: Final = (VERDICT_HAPPENED, VERDICT_PREVENTED, VERDICT_UNKNOWN)
-"""Every verdict, in the order reports list them."""
-
 # --- the tool-surface audit (``outcome-telemetry audit``) ------------------------------------
 # Its JSON report, table and SARIF use these words; telemetry.audit._model re-exports them under
 # short names.

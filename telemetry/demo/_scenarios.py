@@ -362,10 +362,11 @@ def scheduled_broadcast(w: World, mode: str, rng: random.Random, run: str) -> In
                schedule_id=push["scheduled_id"])
     inc.expect("scheduled_sends", kind="refused_at_fire", verdict=c.VERDICT_PREVENTED, run_id=run,
                schedule_id=email["scheduled_id"])
-    inc.expect("stale_sends", verdict="refused", run_id=run, agent_id=marketer, used_version=held["version"])
-    inc.expect("stale_holders", run_id=run, agent_id=marketer, objective_task_id=PROMO_POLICY,
+    inc.expect("stale_sends", PREVENTED, kind="refused", run_id=run, agent_id=marketer, used_version=held["version"])
+    inc.expect("stale_holders", PREVENTED, run_id=run, agent_id=marketer, objective_task_id=PROMO_POLICY,
                held_version=held["version"])
-    inc.expect("guard_refusals", run_id=run, tool_name="broadcast_push", reason=c.OUTCOME_STALE_POLICY, recovered=True)
+    inc.expect("guard_refusals", PREVENTED, run_id=run, tool_name="broadcast_push", reason=c.OUTCOME_STALE_POLICY,
+               recovered=True)
     return inc
 
 

@@ -16,10 +16,10 @@ require("duckdb", extra="forensics", needed_for="telemetry.forensics")  # fail e
 
 from ._api import Forensics, open_clickhouse, open_traces  # noqa: E402
 from ._ingest import IngestResult, ingest  # noqa: E402
-from ._verdicts import headline, row_severity, tally  # noqa: E402
 from ._peers import ToolSpanSelector  # noqa: E402
 from ._questions import QUESTION_NAMES, Question, all_questions, question  # noqa: E402
 from ._report import Report, Section, format_rows  # noqa: E402
+from ._verdicts import headline, row_severity, tally  # noqa: E402
 
 __all__ = [
     "QUESTION_NAMES",

@@ -12,10 +12,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from ._verdicts import COUNTED, headline, row_severity, verdict_counts, worst_severity
 from ._evidence import Evidence, printable
 from ._loading import LoadReport
 from ._questions import SEVERITIES, Question
+from ._verdicts import COUNTED, headline, row_severity, verdict_counts, worst_severity
 
 __all__ = ["FORMATS", "WIDTH", "Format", "Report", "Section", "command_lines", "format_answer", "format_rows"]
 

@@ -16,7 +16,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, TypeVar
 
 from .. import conventions as c
-from .questions import CRITICAL, INFORMATIONAL, RECORD, SEVERITIES, WARNING
+from ._questions import CRITICAL, INFORMATIONAL, RECORD, SEVERITIES, WARNING
 
 __all__ = ["COUNTED", "GATED", "examples_first", "gated", "headline", "row_severity", "tally", "verdict_counts",
            "worst_severity"]

