@@ -12,12 +12,17 @@
 -- 'gap' (parent_task_id is the missing task, constraint_id NULL): nothing can be said about what
 -- the missing hop carried, so the chain is never silently joined past it.
 --
--- Columns: finding ('dropped' | 'gap'), run_id, root_task_id, root_seen, baseline_hop,
---   constraint_id, last_hop_carried, dropped_at_hop, dropped_task_id, dropped_by_agent (the
---   delegating agent), parent_task_id, tool_name, delegation_time, trace_id, span_id
+-- Verdict: happened for 'dropped' (the delegation was accepted without the constraint); unknown for
+--   'gap' (what the missing hop carried is not in the evidence).
 --
--- Example: dropped, root T1 (root_seen true, baseline_hop 0) carried C1, C2, C3; constraint C3 was
---   last seen at hop 2 (task T1.2.1) and dropped at hop 3 by agent researcher delegating T1.2.1.4.
+-- Columns: verdict, verdict_basis, finding ('dropped' | 'gap'), run_id, root_task_id, root_seen,
+--   baseline_hop, constraint_id, last_hop_carried, dropped_at_hop, dropped_task_id,
+--   dropped_by_agent (the delegating agent), parent_task_id, tool_name, delegation_time, trace_id,
+--   span_id
+--
+-- Example: happened, dropped, root T1 (root_seen true, baseline_hop 0) carried C1, C2, C3;
+--   constraint C3 was last seen at hop 2 (task T1.2.1) and dropped at hop 3 by agent researcher
+--   delegating T1.2.1.4.
 WITH edges AS (
     SELECT
         child.run_id, child.delegation_root_task_id AS root_task_id,
@@ -53,7 +58,10 @@ gaps AS (
     JOIN delegation_chains ch ON ch.run_id = g.run_id AND ch.root_task_id = g.root_task_id
     JOIN delegation_tasks t ON t.run_id = g.run_id AND t.span_id = g.span_id
 )
-SELECT * FROM dropped
-UNION ALL
-SELECT * FROM gaps
+SELECT
+    CASE finding WHEN 'dropped' THEN 'happened' ELSE 'unknown' END AS verdict,
+    CASE finding WHEN 'dropped' THEN 'the delegation was accepted without the constraint, neither carried nor waived'
+         ELSE 'the parent hop is not in the evidence: what it carried cannot be told' END AS verdict_basis,
+    *
+FROM (SELECT * FROM dropped UNION ALL SELECT * FROM gaps)
 ORDER BY delegation_time, run_id, root_task_id, dropped_at_hop, finding, constraint_id;

@@ -7,10 +7,13 @@
 -- Scope: spans are compared only with spans of the same run (run_id: gen_ai.conversation.id, else
 -- the trace id); writes are counted per key and minute across runs, never paired across them.
 --
--- Columns: state_key, bucket_start, writes, rejected, rejected_ratio, agents, runs,
---   rejected_change (NULL for a key's first bucket)
+-- Verdict: prevented (every row counts writes the guard refused as stale: the contention is the
+--   warning, the refused writes did not go through).
 --
--- Example: key queue/head, 10:05: 30 writes, 12 rejected (0.40) by 4 agents in 2 runs,
+-- Columns: verdict, verdict_basis, state_key, bucket_start, writes, rejected, rejected_ratio,
+--   agents, runs, rejected_change (NULL for a key's first bucket)
+--
+-- Example: prevented, key queue/head, 10:05: 30 writes, 12 rejected (0.40) by 4 agents in 2 runs,
 --   rejected_change +9.
 WITH writes AS (
     SELECT state_key, time_bucket(INTERVAL 1 MINUTE, CAST(start_time AS TIMESTAMP)) AS bucket_start,
@@ -32,6 +35,8 @@ per_bucket AS (
     GROUP BY ALL
 )
 SELECT
+    'prevented' AS verdict,
+    'the guard refused the stale writes (rejected_stale_version); agents are racing on the key' AS verdict_basis,
     state_key, bucket_start, writes, rejected, round(rejected / writes, 3) AS rejected_ratio,
     agents, runs,
     rejected - lag(rejected) OVER (PARTITION BY state_key ORDER BY bucket_start) AS rejected_change

@@ -12,14 +12,20 @@
 -- Scope: spans are compared only with spans of the same run (run_id: gen_ai.conversation.id, else
 -- the trace id); reads and writes are paired within a run.
 --
--- Columns: run_id, state_key, writer_agent, writer_version, other_agent, other_version,
---   version_at_write, stale_side ('writer' | 'other'), write_outcome ('rejected_stale_version'
---   when a guard refused, 'ok' when the stale write went through: a lost update), lost_update,
---   order_uncertain (the write and the other agent's read are closer than the detected clock skew
---   between their services, so which came first is not known), write_time, trace_id, write_span_id
+-- Verdict: prevented when a guard refused the write (a refusal outcome); happened when the write
+--   was accepted (a lost update when the writer was the stale side; else the write was current
+--   while the other agent acted on an older version); unknown when a lost update is
+--   order_uncertain, or the write failed otherwise (whether it applied is not recorded).
 --
--- Example: run r-17, key invoice/42: planner read v3, billing read v4, planner wrote expecting
---   v3; version_at_write v4, stale_side writer, write_outcome ok (lost_update true).
+-- Columns: verdict, verdict_basis, run_id, state_key, writer_agent, writer_version, other_agent,
+--   other_version, version_at_write, stale_side ('writer' | 'other'), write_outcome
+--   ('rejected_stale_version' when a guard refused, 'ok' when the stale write went through: a lost
+--   update), lost_update, order_uncertain (the write and the other agent's read are closer than the
+--   detected clock skew between their services, so which came first is not known), write_time,
+--   trace_id, write_span_id
+--
+-- Example: happened, run r-17, key invoice/42: planner read v3, billing read v4, planner wrote
+--   expecting v3; version_at_write v4, stale_side writer, write_outcome ok (lost_update true).
 WITH all_reads AS NOT MATERIALIZED (
     SELECT run_id, agent_id, coalesce(agent_id, '') AS agent_key, state_key,
            state_version_read AS version, start_time_unix_nano AS t, service_name
@@ -86,6 +92,22 @@ pairs AS (
     SELECT * FROM others WHERE other_version <> writer_version
 )
 SELECT
+    CASE WHEN write_outcome IN ('rejected_stale_version', 'stale_policy', 'constraint_missing', 'duplicate_request',
+                                'plan_expired', 'plan_binding_moved', 'in_progress') THEN 'prevented'
+         WHEN coalesce(write_outcome, 'ok') NOT IN ('ok', 'forced') THEN 'unknown'
+         WHEN writer_version IS DISTINCT FROM version_at_write AND order_uncertain THEN 'unknown'
+         ELSE 'happened' END AS verdict,
+    CASE WHEN write_outcome IN ('rejected_stale_version', 'stale_policy', 'constraint_missing', 'duplicate_request',
+                                'plan_expired', 'plan_binding_moved', 'in_progress')
+         THEN 'the guard refused the write (' || write_outcome || ')'
+         WHEN coalesce(write_outcome, 'ok') NOT IN ('ok', 'forced')
+         THEN 'the write failed without a refusal: whether it applied is not recorded'
+         WHEN writer_version IS DISTINCT FROM version_at_write AND order_uncertain
+         THEN 'the write and the other read are closer than the clock skew: which came first is not known'
+         WHEN writer_version IS DISTINCT FROM version_at_write
+         THEN 'the stale write was accepted: the newer version is lost'
+         ELSE 'the write was accepted on the current version while the other agent held an older one' END
+        AS verdict_basis,
     run_id, state_key, writer_agent, writer_version, other_agent, other_version, version_at_write,
     CASE WHEN writer_version = version_at_write THEN 'other' ELSE 'writer' END AS stale_side,
     write_outcome,

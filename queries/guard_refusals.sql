@@ -12,12 +12,15 @@
 -- Scope: spans are compared only with spans of the same run (run_id: gen_ai.conversation.id, else
 -- the trace id); a refusal and its recovery are paired within a run.
 --
--- Columns: run_id, tool_name, agent_id, reason, subject_kind ('state_key' | 'task' | 'objective'
---   | 'plan' | 'idempotency_key'), subject, refused_at, recovered, recovered_by_tool,
---   recovered_at, recovery_span_id, trace_id, span_id
+-- Verdict: prevented (the guard refused the call and told its caller; recovered says whether the
+--   agent then did it right).
 --
--- Example: run r-17, write_state, builder-b, rejected_stale_version, state_key plan/pricing-447,
---   recovered true by write_state 0.4 ms later.
+-- Columns: verdict, verdict_basis, run_id, tool_name, agent_id, reason, subject_kind ('state_key' |
+--   'task' | 'objective' | 'plan' | 'idempotency_key'), subject, refused_at, recovered,
+--   recovered_by_tool, recovered_at, recovery_span_id, trace_id, span_id
+--
+-- Example: prevented, run r-17, write_state, builder-b, rejected_stale_version, state_key
+--   plan/pricing-447, recovered true by write_state 0.4 ms later.
 WITH subjects AS NOT MATERIALIZED (
     SELECT
         run_id, tool_name, tool_kind, agent_id, coalesce(agent_id, '') AS agent_key, outcome, trace_id, span_id,
@@ -57,6 +60,10 @@ recovery AS (
      AND a.subject = r.subject AND a.t > r.t
 )
 SELECT
+    'prevented' AS verdict,
+    CASE WHEN v.refused_span_id IS NOT NULL THEN 'the guard refused the call; the agent then made an accepted one'
+         ELSE 'the guard refused the call; the agent made no accepted call on the same subject after it' END
+        AS verdict_basis,
     r.run_id, r.tool_name, r.agent_id, r.outcome AS reason, r.subject_kind, r.subject,
     r.start_time AS refused_at, v.refused_span_id IS NOT NULL AS recovered,
     v.tool_name AS recovered_by_tool, v.start_time AS recovered_at, v.span_id AS recovery_span_id,

@@ -10,11 +10,14 @@
 -- Scope: spans are compared only with spans of the same run (run_id: gen_ai.conversation.id, else
 -- the trace id); keys are compared within a run (a key reused in another run is a new request).
 --
--- Columns: kind, idempotency_key_hash, payload_hash, original_payload_hash, original_id, run_id,
---   agent_id, tool_name, outcome, start_time, trace_id, span_id
+-- Verdict: prevented for 'conflict_refused' (refused) and 'replay' (deduplicated: it ran once);
+--   happened for 'conflict_accepted' and 'repeated_execution' (the second call ran).
 --
--- Example: conflict_refused, key 9f2c..., payload 77aa... against original payload 1b3e...
---   (original_id call-118), run r-4, agent billing, send_refund.
+-- Columns: verdict, verdict_basis, kind, idempotency_key_hash, payload_hash, original_payload_hash,
+--   original_id, run_id, agent_id, tool_name, outcome, start_time, trace_id, span_id
+--
+-- Example: prevented, conflict_refused, key 9f2c..., payload 77aa... against original payload
+--   1b3e... (original_id call-118), run r-4, agent billing, send_refund.
 -- Spans that can be a row: calls with a key, refusals and replays (h: a hash of run and key).
 WITH idem AS (
     SELECT run_id, idempotency_key_hash, idempotency_payload_hash, idempotency_original_id, agent_id,
@@ -44,25 +47,34 @@ firsts AS (
     SELECT run_id, idempotency_key_hash, any_value(first_payload) AS first_payload
     FROM keyed GROUP BY run_id, idempotency_key_hash
 )
-SELECT 'conflict_refused' AS kind, s.idempotency_key_hash, s.idempotency_payload_hash AS payload_hash,
-       f.first_payload AS original_payload_hash, s.idempotency_original_id AS original_id, s.run_id,
-       s.agent_id, s.tool_name, s.outcome, s.start_time, s.trace_id, s.span_id
-FROM idem s LEFT JOIN firsts f USING (run_id, idempotency_key_hash)
-WHERE s.outcome = 'duplicate_request'
-UNION ALL
-SELECT 'conflict_accepted', idempotency_key_hash, idempotency_payload_hash, first_payload,
-       idempotency_original_id, run_id, agent_id, tool_name, outcome, start_time, trace_id, span_id
-FROM keyed
-WHERE idempotency_payload_hash IS DISTINCT FROM first_payload
-UNION ALL
-SELECT 'repeated_execution', idempotency_key_hash, idempotency_payload_hash, first_payload,
-       idempotency_original_id, run_id, agent_id, tool_name, outcome, start_time, trace_id, span_id
-FROM keyed
-WHERE n > 1 AND idempotency_payload_hash IS NOT DISTINCT FROM first_payload
-UNION ALL
-SELECT 'replay', s.idempotency_key_hash, s.idempotency_payload_hash, f.first_payload,
-       s.idempotency_original_id, s.run_id, s.agent_id, s.tool_name, s.outcome, s.start_time,
-       s.trace_id, s.span_id
-FROM idem s LEFT JOIN firsts f USING (run_id, idempotency_key_hash)
-WHERE s.deduplicated
+SELECT
+    CASE WHEN kind IN ('conflict_refused', 'replay') THEN 'prevented' ELSE 'happened' END AS verdict,
+    CASE kind WHEN 'conflict_refused' THEN 'the guard refused the reused key with another payload (duplicate_request)'
+              WHEN 'replay' THEN 'the guard deduplicated the retry: it returned the original result, nothing ran again'
+              WHEN 'conflict_accepted' THEN 'the reused key was accepted with another payload: applied twice or differently'
+              ELSE 'the retry was accepted and ran again: the same key and payload executed twice' END AS verdict_basis,
+    *
+FROM (
+    SELECT 'conflict_refused' AS kind, s.idempotency_key_hash, s.idempotency_payload_hash AS payload_hash,
+           f.first_payload AS original_payload_hash, s.idempotency_original_id AS original_id, s.run_id,
+           s.agent_id, s.tool_name, s.outcome, s.start_time, s.trace_id, s.span_id
+    FROM idem s LEFT JOIN firsts f USING (run_id, idempotency_key_hash)
+    WHERE s.outcome = 'duplicate_request'
+    UNION ALL
+    SELECT 'conflict_accepted', idempotency_key_hash, idempotency_payload_hash, first_payload,
+           idempotency_original_id, run_id, agent_id, tool_name, outcome, start_time, trace_id, span_id
+    FROM keyed
+    WHERE idempotency_payload_hash IS DISTINCT FROM first_payload
+    UNION ALL
+    SELECT 'repeated_execution', idempotency_key_hash, idempotency_payload_hash, first_payload,
+           idempotency_original_id, run_id, agent_id, tool_name, outcome, start_time, trace_id, span_id
+    FROM keyed
+    WHERE n > 1 AND idempotency_payload_hash IS NOT DISTINCT FROM first_payload
+    UNION ALL
+    SELECT 'replay', s.idempotency_key_hash, s.idempotency_payload_hash, f.first_payload,
+           s.idempotency_original_id, s.run_id, s.agent_id, s.tool_name, s.outcome, s.start_time,
+           s.trace_id, s.span_id
+    FROM idem s LEFT JOIN firsts f USING (run_id, idempotency_key_hash)
+    WHERE s.deduplicated
+)
 ORDER BY kind, start_time, span_id;

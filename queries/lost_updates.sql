@@ -9,17 +9,20 @@
 -- in the run, is not the latest version observed of the key in the run before the write.
 -- The baseline is state.version.expected, else that last read.
 --
+-- Verdict: happened (the write was accepted: the earlier change is lost); unknown when
+--   order_uncertain (which write came first is within the clock skew, so the loss is not known).
+--
 -- Scope: spans are compared only with spans of the same run (run_id: gen_ai.conversation.id, else
 -- the trace id); writes and reads are paired within a run.
 --
--- Columns: kind, state_key, baseline_version, newer_version (for stale_baseline: the version the
---   key had moved to; for same_baseline: the overwritten write's state.version.written), run_id,
---   agent_id, write_time, trace_id, span_id, earlier_run_id, earlier_agent_id, earlier_span_id,
---   order_uncertain (the write and the write or observation it is judged against are closer than
---   the detected clock skew between their services)
+-- Columns: verdict, verdict_basis, kind, state_key, baseline_version, newer_version (for
+--   stale_baseline: the version the key had moved to; for same_baseline: the overwritten write's
+--   state.version.written), run_id, agent_id, write_time, trace_id, span_id, earlier_run_id,
+--   earlier_agent_id, earlier_span_id, order_uncertain (the write and the write or observation it
+--   is judged against are closer than the detected clock skew between their services)
 --
--- Example: same_baseline, key cart/9, baseline v7: planner's write at 10:02 and writer's at
---   10:03 both derived from v7; the planner's update is lost.
+-- Example: happened, same_baseline, key cart/9, baseline v7: planner's write at 10:02 and writer's
+--   at 10:03 both derived from v7; the planner's update is lost.
 WITH writes AS MATERIALIZED (
     SELECT run_id, agent_id, coalesce(agent_id, '') AS agent_key, state_key, trace_id, span_id,
            start_time, start_time_unix_nano AS t, state_version_written, state_version_expected, service_name
@@ -96,7 +99,12 @@ stale_baseline AS (
     ASOF JOIN observations o ON o.run_id = a.run_id AND o.state_key = a.state_key AND a.t > o.t
     WHERE o.version <> a.baseline
 )
-SELECT * FROM same_baseline
-UNION ALL
-SELECT * FROM stale_baseline
+SELECT
+    CASE WHEN order_uncertain THEN 'unknown' ELSE 'happened' END AS verdict,
+    CASE WHEN order_uncertain THEN 'the writes are closer than the clock skew between their services: '
+                                   || 'which came first is not known'
+         WHEN kind = 'same_baseline' THEN 'the write was accepted over an earlier write from the same baseline'
+         ELSE 'the unguarded write was accepted on a version the key had moved past' END AS verdict_basis,
+    *
+FROM (SELECT * FROM same_baseline UNION ALL SELECT * FROM stale_baseline)
 ORDER BY write_time, state_key, kind;

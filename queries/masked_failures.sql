@@ -14,12 +14,15 @@
 -- or session id, else the trace id); this question pairs no spans, it counts them per format,
 -- tool and outcome across runs.
 --
--- Columns: span_format, tool_name, outcome, status_codes (the statuses the spans carried), calls,
---   runs, first_seen, last_seen, example_trace_ids (up to three), example_result (only with
---   --show-content: one recorded result, cut to 1,000 characters)
+-- Verdict: happened (the call failed and every tracer shows it green); prevented when the outcome
+--   is a guard's refusal (nothing went through; only the status hides the refusal).
 --
--- Example: openinference, charge, quota_exceeded, ['unset'], 1 call in 1 run, example_trace_ids
---   [4bf9...].
+-- Columns: verdict, verdict_basis, span_format, tool_name, outcome, status_codes (the statuses the
+--   spans carried), calls, runs, first_seen, last_seen, example_trace_ids (up to three),
+--   example_result (only with --show-content: one recorded result, cut to 1,000 characters)
+--
+-- Example: happened, openinference, charge, quota_exceeded, ['unset'], 1 call in 1 run,
+--   example_trace_ids [4bf9...].
 -- The failures, then their example traces (the three smallest ids per row, each once) from the
 -- distinct (row, trace) pairs, so no list of every trace id is built.
 WITH failed AS MATERIALIZED (
@@ -34,6 +37,13 @@ examples AS (
     GROUP BY ALL
 )
 SELECT
+    CASE WHEN f.outcome IN ('rejected_stale_version', 'stale_policy', 'constraint_missing', 'duplicate_request',
+                            'plan_expired', 'plan_binding_moved', 'in_progress') THEN 'prevented'
+         ELSE 'happened' END AS verdict,
+    CASE WHEN f.outcome IN ('rejected_stale_version', 'stale_policy', 'constraint_missing', 'duplicate_request',
+                            'plan_expired', 'plan_binding_moved', 'in_progress')
+         THEN 'a guard refused the call; its span status hides the refusal'
+         ELSE 'the call failed while its span status says ok or unset: tracers show it green' END AS verdict_basis,
     f.span_format, f.tool_name, f.outcome, list_sort(list(DISTINCT f.status_code)) AS status_codes,
     count(*) AS calls, count(DISTINCT f.run_id) AS runs, min(f.start_time) AS first_seen,
     max(f.start_time) AS last_seen, any_value(e.example_trace_ids) AS example_trace_ids,

@@ -15,10 +15,10 @@
 -- the trace id), agent and tool; other instrumentations' tool calls count too (their outcome
 -- comes from the recorded result; they carry no retry advice, so only rate_limited starts a storm).
 --
--- Columns: run_id, agent_id, tool_name, trigger_outcome, error_code, retry_advice,
---   retry_after_seconds, retries (immediate retries in the storm), outcomes (of the retries),
---   shortest_wait_ms, first_at, last_at, ended_with (outcome of the storm's last call), verdict,
---   verdict_basis, trace_id, span_id (the error that started it), span_ids (the retries, in order)
+-- Columns: verdict, verdict_basis, run_id, agent_id, tool_name, trigger_outcome, error_code,
+--   retry_advice, retry_after_seconds, retries (immediate retries in the storm), outcomes (of the
+--   retries), shortest_wait_ms, first_at, last_at, ended_with (outcome of the storm's last call),
+--   trace_id, span_id (the error that started it), span_ids (the retries, in order)
 --
 -- Example: run r-9, agent billing, legacy_fetch_rates, rate_limited, no retry-after, 5 retries
 --   within 0.2 ms each, ended with rate_limited: happened.
@@ -84,8 +84,6 @@ storms AS (
     HAVING count(*) FILTER (WHERE immediate) > 0
 )
 SELECT
-    run_id, agent_id, tool_name, trigger_outcome, error_code, retry_advice, retry_after_seconds, retries, outcomes,
-    round(shortest_wait_ms, 3) AS shortest_wait_ms, first_at, last_at, ended_with,
     CASE WHEN all_refused THEN 'prevented' WHEN uncertain THEN 'unknown' ELSE 'happened' END AS verdict,
     CASE
         WHEN all_refused THEN 'a guard refused every retry or answered it from a stored outcome'
@@ -94,6 +92,8 @@ SELECT
         WHEN retry_after_seconds IS NOT NULL THEN 'the retries reached the tool before the retry-after had passed'
         ELSE 'the retries reached the tool within 1 s of an error that gave no retry-after'
     END AS verdict_basis,
+    run_id, agent_id, tool_name, trigger_outcome, error_code, retry_advice, retry_after_seconds, retries, outcomes,
+    round(shortest_wait_ms, 3) AS shortest_wait_ms, first_at, last_at, ended_with,
     trace_id, span_id, span_ids
 FROM storms
 ORDER BY retries DESC, run_id, tool_name, first_at;

@@ -15,7 +15,9 @@
 -- Scope: every span is judged alone (a fire runs in a worker, often in another trace than the
 -- call that scheduled it; schedule_id joins them).
 --
--- Columns: verdict ('happened' | 'prevented'), verdict_basis, kind, run_id, schedule_id,
+-- Verdict: happened for 'fired_unreviewed'; prevented for 'cancelled' and 'refused_at_fire'.
+--
+-- Columns: verdict, verdict_basis, kind, run_id, schedule_id,
 --   send_tool, agent_id (who scheduled it, for a fire; who cancelled, for a cancel),
 --   window_seconds, fires_at, in_window, event_time, outcome, trace_id, span_id
 --

@@ -32,7 +32,8 @@
 --   constraints_carried, constraints_waived, waiver_reasons (VARCHAR[]), objective_task_id,
 --   objective_version, policy_version, policy_version_current, idempotency_key_hash,
 --   idempotency_payload_hash, idempotency_original_id, deduplicated (BOOLEAN), silent_failure
---   (BOOLEAN: tool.silent_failure, false when absent), plan_id,
+--   (BOOLEAN: tool.silent_failure; NULL when the span does not carry it: an older or another
+--   writer, see silent_unconfirmed), plan_id,
 --   plan_objects_matched, plan_changed_count, plan_outside_target_changed_count (BIGINT),
 --   plan_binding_moved, schedule_id, schedule_event, schedule_tool, schedule_window_seconds (DOUBLE),
 --   schedule_fires_at, schedule_in_window (BOOLEAN: schedule.in_window, NULL when absent)
@@ -212,7 +213,7 @@ WITH typed AS (
         attribute_values[list_position(attribute_keys, 'idempotency.original_id')] AS idempotency_original_id,
         coalesce(lower(attribute_values[list_position(attribute_keys, 'tool.deduplicated')]) IN ('true', '1'), false)
             AS deduplicated,
-        coalesce(lower(attribute_values[list_position(attribute_keys, 'tool.silent_failure')]) IN ('true', '1'), false)
+        lower(attribute_values[list_position(attribute_keys, 'tool.silent_failure')]) IN ('true', '1')
             AS silent_failure,
         attribute_values[list_position(attribute_keys, 'plan.id')] AS plan_id,
         TRY_CAST(TRY_CAST(attribute_values[list_position(attribute_keys, 'plan.objects_matched')] AS DOUBLE) AS BIGINT)
@@ -760,6 +761,21 @@ CREATE OR REPLACE TEMP MACRO order_uncertain(svc_a, t_a, svc_b, t_b) AS
     AND abs(CAST(t_a AS HUGEINT) - CAST(t_b AS HUGEINT)) <= (
         SELECT coalesce(sum(uncertainty_ns), 0) FROM clock_skew
         WHERE service_name IN (coalesce(svc_a, ''), coalesce(svc_b, '')));
+
+-- silent_unconfirmed(span_format, silent_failure, transport, outcome, error_type): one of our spans
+-- (it carries tool.transport) written without tool.silent_failure (before the attribute existed, or
+-- by another writer of our conventions) that the decorator's rule may make a silent failure:
+-- transport ok and an outcome decided not ok, that is not a guard's refusal or a pause (both are
+-- handed to the caller) nor an exception (an error.type other than the outcome names the
+-- exception the caller got). The third part of the rule, that the result did not itself report
+-- the failure, is recorded by tool.silent_failure alone: a told failure (an error envelope with
+-- the same outcome) looks the same without it. So the questions judge these spans unknown.
+CREATE OR REPLACE TEMP MACRO silent_unconfirmed(fmt, silent, transport, outcome, error_type) AS
+    coalesce(silent IS NULL AND fmt = 'outcome-telemetry' AND transport = 'ok'
+             AND outcome NOT IN ('ok', 'forced', 'rejected_stale_version', 'stale_policy', 'constraint_missing',
+                                 'duplicate_request', 'plan_expired', 'plan_binding_moved', 'in_progress',
+                                 'deferred', 'approval_required')
+             AND coalesce(error_type, outcome) = outcome, false);
 
 -- Delegation tasks (accepted delegation spans; a task retried or recorded twice counts once: its
 -- latest span), scoped to a run like everything else. A table: the chain views below and the

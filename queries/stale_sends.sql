@@ -9,11 +9,16 @@
 -- Scope: spans are compared only with spans of the same run (run_id: gen_ai.conversation.id, else
 -- the trace id); a send is judged against the publications of its own run.
 --
--- Columns: verdict, run_id, agent_id, tool_name, policy_task_id, used_version, current_version,
---   outcome, order_uncertain (the send and the publication it is judged against are closer than
---   the detected clock skew between their services), start_time, trace_id, span_id
+-- Verdict: prevented for 'refused' (the guard refused the send); happened for 'sent_stale' (the
+--   send went out); unknown for 'sent_stale' when order_uncertain (the publication may have come
+--   after the send).
 --
--- Example: sent_stale, run r-2, billing sent with refunds-policy v3 while v4 was current.
+-- Columns: verdict, verdict_basis, kind ('refused' | 'sent_stale'), run_id, agent_id, tool_name,
+--   policy_task_id, used_version, current_version, outcome, order_uncertain (the send and the
+--   publication it is judged against are closer than the detected clock skew between their
+--   services), start_time, trace_id, span_id
+--
+-- Example: happened, sent_stale, run r-2, billing sent with refunds-policy v3 while v4 was current.
 WITH publications AS (
     SELECT run_id, objective_task_id, objective_version, start_time_unix_nano AS t, service_name AS p_service
     FROM spans
@@ -42,10 +47,16 @@ sends AS (
       ON p.run_id = c.run_id AND p.objective_task_id = c.objective_task_id
 )
 SELECT
-    CASE WHEN outcome = 'stale_policy' THEN 'refused' ELSE 'sent_stale' END AS verdict,
+    CASE WHEN outcome = 'stale_policy' THEN 'prevented' WHEN order_uncertain THEN 'unknown' ELSE 'happened' END
+        AS verdict,
+    CASE WHEN outcome = 'stale_policy' THEN 'the guard refused the send (stale_policy)'
+         WHEN order_uncertain THEN 'the send and the publication are closer than the clock skew between their '
+                                   || 'services: the version may still have been current'
+         ELSE 'the send went out under a superseded policy version' END AS verdict_basis,
+    CASE WHEN outcome = 'stale_policy' THEN 'refused' ELSE 'sent_stale' END AS kind,
     run_id, agent_id, tool_name, objective_task_id AS policy_task_id, policy_version AS used_version,
     current_version, outcome, order_uncertain, start_time, trace_id, span_id
 FROM sends
 WHERE outcome = 'stale_policy'
    OR (coalesce(outcome, 'ok') = 'ok' AND current_version IS NOT NULL AND policy_version <> current_version)
-ORDER BY verdict DESC, start_time, span_id;
+ORDER BY kind DESC, start_time, span_id;

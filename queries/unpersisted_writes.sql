@@ -8,13 +8,16 @@
 -- Scope: spans are compared only with spans of the same run (run_id: gen_ai.conversation.id, else
 -- the trace id); a write and the next read are paired within a run.
 --
--- Columns: run_id, state_key, agent_id (the writer), tool_name, written_version, readback (what
---   the write's own read-back said), read_version, reader_agent, write_time, read_time,
---   order_uncertain (the write and the read are closer than the detected clock skew between their
---   services), trace_id, span_id (the write), read_span_id
+-- Verdict: happened (the write was accepted and reported success, and did not persist); unknown
+--   when order_uncertain (the read may have come before the write).
 --
--- Example: run r-6, profile/user-145: support's update_email wrote rev-9 (read-back: match, through
---   the cache); the auditor's next read returned rev-8.
+-- Columns: verdict, verdict_basis, run_id, state_key, agent_id (the writer), tool_name,
+--   written_version, readback (what the write's own read-back said), read_version, reader_agent,
+--   write_time, read_time, order_uncertain (the write and the read are closer than the detected
+--   clock skew between their services), trace_id, span_id (the write), read_span_id
+--
+-- Example: happened, run r-6, profile/user-145: support's update_email wrote rev-9 (read-back:
+--   match, through the cache); the auditor's next read returned rev-8.
 WITH all_writes AS (
     SELECT run_id, state_key, agent_id, tool_name, state_version_written, readback, start_time,
            start_time_unix_nano AS t, trace_id, span_id, service_name
@@ -47,6 +50,10 @@ observations AS (
     FROM writes
 )
 SELECT
+    CASE WHEN order_uncertain(w.service_name, w.t, o.service_name, o.t) THEN 'unknown' ELSE 'happened' END AS verdict,
+    CASE WHEN order_uncertain(w.service_name, w.t, o.service_name, o.t)
+         THEN 'the write and the read are closer than the clock skew between their services: the read may come first'
+         ELSE 'the write reported success; the next read of the key showed another version' END AS verdict_basis,
     w.run_id, w.state_key, w.agent_id, w.tool_name, w.state_version_written AS written_version,
     w.readback, o.version AS read_version, o.agent_id AS reader_agent, w.start_time AS write_time,
     o.start_time AS read_time, order_uncertain(w.service_name, w.t, o.service_name, o.t) AS order_uncertain,

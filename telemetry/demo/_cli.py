@@ -13,7 +13,7 @@ from typing import Any
 from .. import conventions as c
 from .._command import EXIT_FINDINGS, EXIT_OK, CommandError, command_parser, dispatch, output_folder, writing
 from ..exceptions import ConfigurationError
-from ..forensics import open_traces
+from ..forensics import headline, open_traces, tally
 from ..forensics.html import write_html
 from ..runtime._resources import data_dir
 from ._alerting import FiringAlert, samples_from_registry, would_fire
@@ -190,9 +190,12 @@ def _summary(result: CrewResult, findings: Findings, alerts: list[FiringAlert] |
         "seconds": round(result.seconds, 3),
         "precision": findings.score.precision,
         "recall": findings.score.recall,
-        "missed": [{"scenario": s, "mode": m, "question": e.question, "match": dict(e.match)} for s, m, e in findings.score.missed],
+        "missed": [{"scenario": s, "mode": m, "question": e.question, "match": dict(e.match), "verdict": e.verdict}
+                   for s, m, e in findings.score.missed],
         "unexplained": [{"question": q, "row": row} for q, row in findings.score.unexplained],
         "findings": {q: len(rows) for q, rows in findings.rows.items()},
+        "verdicts": tally(findings.rows),
+        "headline": headline(tally(findings.rows)),
         "incidents": [
             {"scenario": i.scenario, "mode": i.mode, "run_id": i.run_id, "steps": i.steps, "told": i.told, "facts": i.facts}
             for i in result.manifest.incidents

@@ -1,10 +1,12 @@
 """Ground truth: what a crew run injected, and how to score forensics against it.
 
 Each :class:`Incident` is one forced failure (or one refused attempt at it) with the findings it
-must produce: for each forensics question, the column values that identify its row. Scoring
-is strict both ways: every expected finding must be matched by at least one row (recall), and
-every row every question returned must be explained by some expected finding (precision).
-Background traffic expects nothing, so anything it makes a question report is a false positive.
+must produce: for each forensics question, the column values that identify its row and the
+row's verdict (a legacy story's harm happened; a guarded story's was prevented). Scoring is
+strict both ways: every expected finding must be matched by at least one row with that verdict
+(recall), and every row every question returned must be explained by some expected finding
+(precision). Background traffic expects nothing, so anything it makes a question report is a
+false positive.
 """
 
 from __future__ import annotations
@@ -15,16 +17,22 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .. import conventions as c
+
 
 @dataclass(frozen=True)
 class Expected:
-    """A row ``question`` must return: every ``match`` column equals the given value."""
+    """A row ``question`` must return: every ``match`` column equals the given value, and its
+    verdict is ``verdict`` (``happened``, ``prevented`` or ``unknown``; None, as in a manifest
+    written before verdicts, matches any)."""
 
     question: str
     match: Mapping[str, Any]
+    verdict: str | None = None
 
     def matches(self, question: str, row: Mapping[str, Any]) -> bool:
-        return question == self.question and all(_same(row.get(k), v) for k, v in self.match.items())
+        return (question == self.question and (self.verdict is None or row.get("verdict") == self.verdict)
+                and all(_same(row.get(k), v) for k, v in self.match.items()))
 
 
 def _same(found: Any, wanted: Any) -> bool:
@@ -49,8 +57,11 @@ class Incident:
     facts: dict[str, Any] = field(default_factory=dict)
     """Measured facts of the run (e.g. how many charges the card saw), for tests and the report."""
 
-    def expect(self, question: str, **match: Any) -> None:
-        self.expected.append(Expected(question, match))
+    def expect(self, question: str, verdict: str, **match: Any) -> None:
+        """Expect a row of ``question`` with ``verdict`` whose ``match`` columns have these values."""
+        if verdict not in c.VERDICTS:
+            raise ValueError(f"verdict {verdict!r} is not one of {', '.join(c.VERDICTS)}")
+        self.expected.append(Expected(question, match, verdict))
 
 
 @dataclass
@@ -68,7 +79,8 @@ class Manifest:
     def read(path: Path) -> Manifest:
         data = json.loads(path.read_text())
         incidents = [
-            Incident(**{**i, "expected": [Expected(e["question"], e["match"]) for e in i["expected"]]})
+            Incident(**{**i, "expected": [Expected(e["question"], e["match"], e.get("verdict"))
+                                          for e in i["expected"]]})
             for i in data["incidents"]
         ]
         return Manifest(seed=data["seed"], incidents=incidents, background_runs=data.get("background_runs", []))

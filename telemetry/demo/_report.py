@@ -9,6 +9,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TextIO
 
+from ..forensics import headline, tally
 from ..forensics._questions import question as forensics_question
 from ._alerting import FiringAlert
 from ._manifest import Incident, Score
@@ -34,7 +35,9 @@ def _found_for(incident: Incident, findings: Findings) -> list[str]:
     out = []
     for expected in incident.expected:
         n = sum(1 for row in findings.rows.get(expected.question, []) if expected.matches(expected.question, row))
-        out.append(f"{expected.question} ({n} row{'s' if n != 1 else ''})" if n else f"{expected.question} MISSED")
+        verdict = f", {expected.verdict}" if expected.verdict else ""
+        out.append(f"{expected.question} ({n} row{'s' if n != 1 else ''}{verdict})" if n
+                   else f"{expected.question} MISSED")
     return sorted(set(out))
 
 
@@ -75,6 +78,8 @@ def print_report(
     print(file=stream)
     print(_wrap(f"forensics over {result.traces_dir}: {found} finding(s) and {records} record(s) "
                 f"(waivers and refusals), counted as `forensics report` counts them", ""), file=stream)
+    print(_wrap(f"verdict: {headline(tally(findings.rows))}", "   "), file=stream)
+
     print(f"   precision {score.precision:.2f}, recall {score.recall:.2f} against the "
           f"{len(score.found) + len(score.missed)} expected rows of {result.manifest_path.name}", file=stream)
     for question, row in score.unexplained[:5]:

@@ -20,6 +20,8 @@ from ._manifest import Incident
 from ._world import CATALOG, PROMO_POLICY, REFUND_POLICY, REVIEW_SECONDS, World
 
 GUARDED, LEGACY = "guarded", "legacy"
+HAPPENED, PREVENTED = c.VERDICT_HAPPENED, c.VERDICT_PREVENTED
+"""The verdicts a story's rows carry: a legacy story's harm happened, a guarded one's was prevented."""
 MODES = (GUARDED, LEGACY)
 
 Scenario = Callable[[World, str, random.Random, str], Incident]
@@ -56,9 +58,9 @@ def split_brain(w: World, mode: str, rng: random.Random, run: str) -> Incident:
         inc.steps += [f"{b} read {key} (baseline r0)", f"{a} read, appended a step and wrote r1",
                       f"{b} wrote from r0: ok, and {a}'s step is gone"]
         inc.facts["a_step_survived"] = "a: add rollback step" in final
-        inc.expect("divergent_reads", run_id=run, state_key=key, writer_agent=b, lost_update=True)
-        inc.expect("lost_updates", run_id=run, state_key=key, kind="same_baseline", agent_id=b)
-        inc.expect("lost_updates", run_id=run, state_key=key, kind="stale_baseline", agent_id=b)
+        inc.expect("divergent_reads", HAPPENED, run_id=run, state_key=key, writer_agent=b, lost_update=True)
+        inc.expect("lost_updates", HAPPENED, run_id=run, state_key=key, kind="same_baseline", agent_id=b)
+        inc.expect("lost_updates", HAPPENED, run_id=run, state_key=key, kind="stale_baseline", agent_id=b)
         return inc
     with agent("planner", run):
         w.state.write_state(key, ["draft"], ABSENT_VERSION, "planner")
@@ -77,9 +79,11 @@ def split_brain(w: World, mode: str, rng: random.Random, run: str) -> Incident:
     inc.steps += [f"{b} wrote from a stale version: {refused['error']}", f"{b} re-read, redid, retried: ok={retried['ok']}"]
     inc.facts["a_step_survived"] = "a: add rollback step" in final
     inc.facts["b_step_survived"] = "b: add load test" in final
-    inc.expect("divergent_reads", run_id=run, state_key=key, writer_agent=b, write_outcome=c.OUTCOME_REJECTED_STALE_VERSION)
-    inc.expect("contention", state_key=key)
-    inc.expect("guard_refusals", run_id=run, tool_name="write_state", reason=c.OUTCOME_REJECTED_STALE_VERSION, recovered=True)
+    inc.expect("divergent_reads", PREVENTED, run_id=run, state_key=key, writer_agent=b,
+               write_outcome=c.OUTCOME_REJECTED_STALE_VERSION)
+    inc.expect("contention", PREVENTED, state_key=key)
+    inc.expect("guard_refusals", PREVENTED, run_id=run, tool_name="write_state", reason=c.OUTCOME_REJECTED_STALE_VERSION,
+               recovered=True)
     return inc
 
 
@@ -132,11 +136,14 @@ def goal_drift(w: World, mode: str, rng: random.Random, run: str) -> Incident:
     inc.facts["final_ledger"] = [k["id"] for k in carried]
     if mode == LEGACY:
         inc.steps.append(f"hop {drop_hop}: the free-text context no longer mentions {dropped}; every hand-off said ok")
-        inc.expect("constraint_loss_by_hop", run_id=run, root_task_id=root, constraint_id=dropped, dropped_at_hop=drop_hop)
+        inc.expect("constraint_loss_by_hop", HAPPENED, run_id=run, root_task_id=root, constraint_id=dropped,
+                   dropped_at_hop=drop_hop)
     else:
         inc.steps.append(f"hop 4: {_CHAIN[3]} waived {waived} with a reason")
-        inc.expect("guard_refusals", run_id=run, tool_name=c.TOOL_DELEGATE, reason=c.OUTCOME_CONSTRAINT_MISSING, recovered=True)
-        inc.expect("waivers_by_hop", run_id=run, root_task_id=root, constraint_id=waived, hop=4)
+        inc.expect("guard_refusals", PREVENTED, run_id=run, tool_name=c.TOOL_DELEGATE,
+                   reason=c.OUTCOME_CONSTRAINT_MISSING, recovered=True)
+        # a record: the waiver took effect, by a reasoned decision (not an incident)
+        inc.expect("waivers_by_hop", HAPPENED, run_id=run, root_task_id=root, constraint_id=waived, hop=4)
     return inc
 
 
@@ -163,7 +170,7 @@ def context_drift(w: World, mode: str, rng: random.Random, run: str) -> Incident
             w.legacy_messaging.send_customer_message(ticket, body, responder)
             inc.steps.append("the responder sent a $32 credit under the superseded policy: ok")
             inc.facts["sent_under"] = held["version"]
-            inc.expect("stale_holders", run_id=run, agent_id=responder, objective_task_id=REFUND_POLICY,
+            inc.expect("stale_holders", HAPPENED, run_id=run, agent_id=responder, objective_task_id=REFUND_POLICY,
                        held_version=held["version"])
             return inc
         refused = w.send_customer_message(ticket, body, held["version"], responder)
@@ -175,9 +182,11 @@ def context_drift(w: World, mode: str, rng: random.Random, run: str) -> Incident
     inc.steps += [f"the send under the old policy was refused: {refused['error']}",
                   f"the responder re-read the policy and sent under it: ok={sent['ok']}"]
     inc.facts["sent_under"] = current["version"]
-    inc.expect("stale_sends", verdict="refused", run_id=run, agent_id=responder, used_version=held["version"])
-    inc.expect("stale_holders", run_id=run, agent_id=responder, objective_task_id=REFUND_POLICY, held_version=held["version"])
-    inc.expect("guard_refusals", run_id=run, tool_name="send_customer_message", reason=c.OUTCOME_STALE_POLICY, recovered=True)
+    inc.expect("stale_sends", PREVENTED, kind="refused", run_id=run, agent_id=responder, used_version=held["version"])
+    inc.expect("stale_holders", PREVENTED, run_id=run, agent_id=responder, objective_task_id=REFUND_POLICY,
+               held_version=held["version"])
+    inc.expect("guard_refusals", PREVENTED, run_id=run, tool_name="send_customer_message",
+               reason=c.OUTCOME_STALE_POLICY, recovered=True)
     return inc
 
 
@@ -194,7 +203,8 @@ def wrong_collection(w: World, mode: str, rng: random.Random, run: str) -> Incid
             result = w.reprice_collection(cat.target, pct)
             _told(inc, "merchandiser", result)
             inc.steps.append(f"{len(result['updated'])} price writes, each 200 with a matching read-back")
-            inc.expect("silent_failures", tool_name="legacy_reprice_collection", outcome=c.OUTCOME_POSTCONDITION_FAILED)
+            inc.expect("silent_failures", HAPPENED, tool_name="legacy_reprice_collection",
+                       outcome=c.OUTCOME_POSTCONDITION_FAILED)
         else:
             plan = w.planner.plan_change("apply_discount_stale_index", CATALOG, {"collection": cat.target},
                                          {"discount_pct": pct}, agent_id="merchandiser")
@@ -208,7 +218,8 @@ def wrong_collection(w: World, mode: str, rng: random.Random, run: str) -> Incid
                                               {"discount_pct": pct}, agent_id="operator")
                 redo = w.planner.commit_plan(fixed["plan_id"], agent_id="operator")
             inc.steps.append(f"the operator fixed the action, re-planned and committed: ok={redo['ok']}")
-            inc.expect("plan_violations", violation=c.OUTCOME_POSTCONDITION_FAILED, run_id=run, plan_id=plan["plan_id"])
+            inc.expect("plan_violations", PREVENTED, violation=c.OUTCOME_POSTCONDITION_FAILED, run_id=run,
+                       plan_id=plan["plan_id"])
     inc.facts["target_changed"] = sum(now != p for now, p in zip(w.prices(cat.target_keys), before_target))
     inc.facts["other_changed"] = sum(now != p for now, p in zip(w.prices(cat.other_keys), before_other))
     return inc
@@ -230,9 +241,10 @@ def retry_after_timeout(w: World, mode: str, rng: random.Random, run: str) -> In
     charged = w.legacy_payments.charges(order) if mode == LEGACY else w.charges.get(order, 0)
     inc.facts["times_charged"] = charged
     if mode == LEGACY:
-        inc.expect("idempotency_conflicts", kind="repeated_execution", run_id=run, tool_name="legacy_charge_card")
+        inc.expect("idempotency_conflicts", HAPPENED, kind="repeated_execution", run_id=run,
+                   tool_name="legacy_charge_card")
     else:
-        inc.expect("idempotency_conflicts", kind="replay", run_id=run, tool_name="charge_card")
+        inc.expect("idempotency_conflicts", PREVENTED, kind="replay", run_id=run, tool_name="charge_card")
     return inc
 
 
@@ -257,9 +269,9 @@ def stale_cache_readback(w: World, mode: str, rng: random.Random, run: str) -> I
     inc.facts["database_email"] = seen
     if mode == LEGACY:
         inc.steps.append(f"the cache read-back matched; the database still says {seen}")
-        inc.expect("unpersisted_writes", run_id=run, state_key=key, agent_id="support")
+        inc.expect("unpersisted_writes", HAPPENED, run_id=run, state_key=key, agent_id="support")
     else:
-        inc.expect("readback_mismatches", run_id=run, tool_name="update_email", state_key=key)
+        inc.expect("readback_mismatches", PREVENTED, run_id=run, tool_name="update_email", state_key=key)
     return inc
 
 
@@ -350,10 +362,11 @@ def scheduled_broadcast(w: World, mode: str, rng: random.Random, run: str) -> In
                schedule_id=push["scheduled_id"])
     inc.expect("scheduled_sends", kind="refused_at_fire", verdict=c.VERDICT_PREVENTED, run_id=run,
                schedule_id=email["scheduled_id"])
-    inc.expect("stale_sends", verdict="refused", run_id=run, agent_id=marketer, used_version=held["version"])
-    inc.expect("stale_holders", run_id=run, agent_id=marketer, objective_task_id=PROMO_POLICY,
+    inc.expect("stale_sends", PREVENTED, kind="refused", run_id=run, agent_id=marketer, used_version=held["version"])
+    inc.expect("stale_holders", PREVENTED, run_id=run, agent_id=marketer, objective_task_id=PROMO_POLICY,
                held_version=held["version"])
-    inc.expect("guard_refusals", run_id=run, tool_name="broadcast_push", reason=c.OUTCOME_STALE_POLICY, recovered=True)
+    inc.expect("guard_refusals", PREVENTED, run_id=run, tool_name="broadcast_push", reason=c.OUTCOME_STALE_POLICY,
+               recovered=True)
     return inc
 
 

@@ -36,6 +36,7 @@ from ._peers import PeerOptions, ResultShape, ToolSpanSelector, options_from
 from ._peers import install as install_peers
 from ._questions import CONTENT_COLUMNS, Question, all_questions, question
 from ._report import Report, Section
+from ._verdicts import examples_first, verdict_counts
 from .clickhouse import _client as ch_client
 from .clickhouse import _source as ch_source
 from .clickhouse import iso, window
@@ -123,7 +124,8 @@ class Forensics:
 
     def report(self, progress: Progress | None = None,
                answers: Mapping[str, list[dict[str, Any]]] | None = None) -> Report:
-        """Run every question and summarise: counts, worst examples, the command for detail.
+        """Run every question and summarise: counts per verdict, the worst examples (happened first),
+        the command for detail.
 
         ``answers`` (from :meth:`answers`) are used instead of running the questions again;
         without them each question's rows are dropped once summarised, so memory holds one at a time.
@@ -132,7 +134,8 @@ class Forensics:
         for q in all_questions():
             rows = answers[q.name] if answers is not None else self._timed(q, progress)
             sections.append(
-                Section(question=q, count=len(rows), examples=rows[:EXAMPLES_PER_SECTION], columns=self.columns(q.name))
+                Section(question=q, count=len(rows), examples=examples_first(rows, EXAMPLES_PER_SECTION),
+                        columns=self.columns(q.name), verdicts=verdict_counts(rows))
             )
         return Report(sections=sections, load=self.load_report, paths=self.paths, evidence=self.evidence)
 

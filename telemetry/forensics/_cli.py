@@ -6,14 +6,15 @@
     outcome-telemetry forensics ingest traces/ --to pq/       # Parquet once, for scale
     outcome-telemetry forensics report --clickhouse https://reader@ch:8443/otel --last 6h
 
-Exit status: 0 done, 1 a finding at or above ``--fail-on``, 2 bad input or usage, 3 a bug.
+Exit status: 0 done, 1 a happened or unknown finding at or above ``--fail-on``, 2 bad input or
+usage, 3 a bug.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from .._command import (
     EXIT_FINDINGS,
@@ -35,6 +36,7 @@ from ._peers import add_arguments as add_peer_arguments
 from ._peers import arguments_of as peer_arguments
 from ._questions import CRITICAL, QUESTION_NAMES, WARNING, Question, all_questions, question
 from ._report import Format, format_answer
+from ._verdicts import gated, verdict_counts
 from .clickhouse._options import add_arguments as add_clickhouse_arguments
 from .html import validate_trace_url, write_html
 
@@ -55,8 +57,9 @@ Run `outcome-telemetry forensics list` for the questions; docs/forensics.md expl
 Instead of PATHS, --clickhouse URL reads a Collector's otel_traces table (the password from
 $CLICKHOUSE_PASSWORD, never the command line); see `outcome-telemetry forensics report --help`.
 
-exit status: 0 done; 1 a finding at or above --fail-on (critical or warning; records such as
-waivers and refusals never); 2 bad input or usage; 3 an unexpected failure (traceback on stderr).
+exit status: 0 done; 1 a finding at or above --fail-on (critical or warning) whose verdict is
+happened or unknown (prevented rows and records such as waivers and refusals never); 2 bad input
+or usage; 3 an unexpected failure (traceback on stderr).
 A closed stdout (`... | head`) ends quietly with 0.
 """
 
@@ -96,7 +99,8 @@ def _answers(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--format", choices=FORMATS, default="text", help="output format (default text)")
     parser.add_argument("--fail-on", choices=FAIL_ON, default=NEVER,
                         help="exit 1 on a critical finding, on a warning or worse, or never (the default); "
-                             "for CI")
+                             "for CI. Only rows whose verdict is happened or unknown count: a prevented row "
+                             "(refused, rolled back, deduplicated) never fails the run, and is never critical")
     add_clickhouse_arguments(parser)
     add_peer_arguments(parser)
 
@@ -158,10 +162,11 @@ def _list(names: Sequence[str]) -> str:
     return "\n".join(f"{q.name.ljust(width)}  {q.description}" for q in all_questions())
 
 
-def _fails(found: Sequence[tuple[Question, int]], fail_on: str) -> bool:
-    """Whether rows of a finding question at or above ``fail_on`` were found (records never count)."""
+def _fails(found: Sequence[tuple[Question, Mapping[str, int]]], fail_on: str) -> bool:
+    """Whether a finding question has a happened or unknown row at or above ``fail_on`` (records
+    and prevented rows never count; a row's severity follows its verdict)."""
     levels = {CRITICAL: (CRITICAL,), WARNING: (CRITICAL, WARNING)}.get(fail_on, ())
-    return any(count and q.is_finding and q.severity in levels for q, count in found)
+    return any(q.is_finding and gated(q.severity, verdicts, levels) for q, verdicts in found)
 
 
 def execute(args: argparse.Namespace) -> int:
@@ -197,12 +202,12 @@ def execute(args: argparse.Namespace) -> int:
                 with writing("--html", args.html):
                     written = write_html(traces, args.html, trace_url=args.trace_url, answers=answers)
                 print(f"HTML report: {written}", file=sys.stderr)
-            found = [(s.question, s.count) for s in report.sections]
+            found = [(s.question, s.verdicts) for s in report.sections]
         else:
             q = question(args.question)
             rows = traces.run(q.name)
             print(format_answer(rows, traces.columns(q.name), _RENDER[args.format], q, traces.evidence))
-            found = [(q, len(rows))]
+            found = [(q, verdict_counts(rows))]
     return EXIT_FINDINGS if _fails(found, args.fail_on) else EXIT_OK
 
 

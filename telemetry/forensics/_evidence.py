@@ -17,6 +17,8 @@ gathers, once per connection:
   only tool spans and their parents (ClickHouse) says so: skew between two other spans is unseen;
 - per source format (ours and every other instrumentation's, :mod:`._format_evidence`): spans
   read, tool calls recognised, calls without a recorded result, what was inferred and from what;
+- our tool spans without ``tool.silent_failure`` (older writers, other writers of our conventions),
+  and how many of them the silent-failure rule may make silent failures (judged ``unknown``);
 - per question, how many tool spans carry what it needs (:data:`.questions.NEEDS`): a question
   none could give it to is *not judged*, with the reason, instead of "nothing found".
 """
@@ -29,6 +31,7 @@ from typing import Any
 
 import duckdb
 
+from .. import conventions as c
 from .._terminal import safe
 from ._format_evidence import FormatEvidence, gather_formats
 from ._loading import LoadReport
@@ -56,6 +59,8 @@ KIND_DEPENDENT = frozenset({"divergent_reads", "lost_updates", "unpersisted_writ
 ORDER_DEPENDENT = frozenset({"divergent_reads", "lost_updates", "unpersisted_writes", "stale_sends",
                              "stale_holders"})
 """Questions whose answer depends on which span came first: clock skew can change it."""
+SILENT_DEPENDENT = frozenset({"silent_failures", "readback_mismatches", "plan_violations"})
+"""Questions whose verdict reads ``tool.silent_failure``: a span without it may be judged unknown."""
 CHAIN_DEPENDENT = frozenset({"constraint_loss_by_hop", "waivers_by_hop"})
 """Questions that follow delegation chains: a missing hop hides what it carried."""
 
@@ -104,6 +109,19 @@ class Evidence:
     formats: FormatEvidence = field(default_factory=FormatEvidence)
     judged: dict[str, int] = field(default_factory=dict)
     """Per question, the tool spans that carry what it needs (:data:`.questions.NEEDS`)."""
+    silent_unrecorded: int = 0
+    """Our tool spans without ``tool.silent_failure`` (older writers, other writers of our conventions)."""
+    silent_unconfirmed: int = 0
+    """Of those, the spans the silent-failure rule may make silent failures: judged unknown."""
+
+    def silent_note(self) -> str | None:
+        """What the spans without ``tool.silent_failure`` did to the answers, or None when every span has it."""
+        if not self.silent_unrecorded:
+            return None
+        return (f"{self.silent_unrecorded:,} of our tool span(s) carry no {c.TOOL_SILENT_FAILURE} (written before it "
+                f"existed, or by another writer); {self.silent_unconfirmed:,} of them (transport ok, outcome not ok, "
+                "no refusal, pause or exception) could be silent failures, but whether the result itself reported "
+                "the failure is not recorded, so they are judged unknown; the rest are not silent failures")
 
     def not_judged(self, question: str) -> str | None:
         """Why ``question`` could judge nothing in these traces, or None when some span could be judged."""
@@ -151,6 +169,8 @@ class Evidence:
             out.append(f"{self.chains_without_root_count:,} delegation chain(s) lack their root registration "
                        f"(judged from the earliest hop present) and {self.gap_count:,} task(s) have a missing "
                        "parent hop")
+        if question in SILENT_DEPENDENT and self.silent_unrecorded:
+            out.append(str(self.silent_note()))
         if question in ORDER_DEPENDENT and self.clock_skew:
             names = ", ".join(f"{s['service_name']} ({s['offset_ms']:+.3f} ms)" for s in self.clock_skew[:3])
             out.append(f"clock skew detected ({names}); rows whose deciding order is within it are marked "
@@ -172,6 +192,8 @@ class Evidence:
         if self.ignored:
             out.append(f"{sum(self.ignored.values()):,} span(s) lack a tool.kind their attributes can decide; "
                        "kind-dependent questions do not examine them")
+        if self.silent_unconfirmed:
+            out.append(str(self.silent_note()))
         if self.chains_without_root_count or self.gap_count:
             out.append(f"{self.chains_without_root_count:,} delegation chain(s) without their root registration, "
                        f"{self.gap_count:,} task(s) whose parent hop is missing")
@@ -212,6 +234,8 @@ class Evidence:
             "clock_skew": {"tolerance_ms": SKEW_TOLERANCE_NS / 1e6, "services": self.clock_skew,
                            "judged_on": self._skew_basis(), "parent_spans": self.load.parent_spans},
             "span_formats": self.formats.as_dict(),
+            "silent_failure_unrecorded": {"tool_spans": self.silent_unrecorded,
+                                          "judged_unknown": self.silent_unconfirmed},
             "questions_judged": {name: {"tool_spans": self.judged.get(name, 0), "not_judged": self.not_judged(name)}
                                  for name in QUESTION_NAMES},
             "warnings": self.warnings(),
@@ -236,6 +260,9 @@ class Evidence:
         if self.ignored:
             out.append("  spans ignored: " + ", ".join(f"{r} {n:,}" for r, n in sorted(self.ignored.items())))
         out += self.formats.render()
+        if self.silent_unrecorded:
+            out.append(f"  without {c.TOOL_SILENT_FAILURE}: {self.silent_unrecorded:,} of our tool span(s); "
+                       f"{self.silent_unconfirmed:,} could be silent failures and are judged unknown")
         out.append(f"  tool spans without a conversation id: {self.without_conversation_spans:,} "
                    f"(in {self.without_conversation_traces:,} trace(s))")
         out.append(f"  delegation chains {self.chains:,}: without root {self.chains_without_root_count:,}, "
@@ -273,7 +300,9 @@ SELECT count(*),
        count(DISTINCT trace_id) FILTER (WHERE tool_name IS NOT NULL AND run_id = trace_id),
        count(*) FILTER (WHERE span_format = 'outcome-telemetry'),
        """ + ",\n       ".join(f"count(*) FILTER (WHERE tool_name IS NOT NULL AND {NEEDS[name].predicate()})"
-                             for name in QUESTION_NAMES) + """
+                             for name in QUESTION_NAMES) + f""",
+       count(*) FILTER (WHERE silent_failure IS NULL AND span_format = '{c.FORMAT_OURS}'),
+       count(*) FILTER (WHERE silent_unconfirmed(span_format, silent_failure, transport, outcome, error_type))
 FROM spans
 """
 """One scan for the counts: spans, tool spans, tool spans whose run is their trace (no
@@ -298,7 +327,8 @@ def gather(con: duckdb.DuckDBPyConnection, load: LoadReport, *, shape_failures: 
     counts = con.execute(_COUNTS_SQL).fetchall()[0]
     evidence.spans_kept, evidence.tool_spans = int(counts[0]), int(counts[1])
     evidence.without_conversation_spans, evidence.without_conversation_traces = int(counts[2]), int(counts[3])
-    evidence.judged = {name: int(n) for name, n in zip(QUESTION_NAMES, counts[5:])}
+    evidence.judged = {name: int(n) for name, n in zip(QUESTION_NAMES, counts[5:5 + len(QUESTION_NAMES)])}
+    evidence.silent_unrecorded, evidence.silent_unconfirmed = (int(n) for n in counts[5 + len(QUESTION_NAMES):])
     kinds = con.execute(_KINDS_SQL).fetchall()
     peer_kinds = [(fmt, source, n) for fmt, source, _kind, n in kinds if fmt not in (None, "outcome-telemetry")]
     evidence.formats = gather_formats(con, shape_failures, peer_kinds, ours=int(counts[4]))

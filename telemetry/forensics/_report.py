@@ -15,6 +15,7 @@ from typing import Any, Literal
 from ._evidence import Evidence, printable
 from ._loading import LoadReport
 from ._questions import SEVERITIES, Question
+from ._verdicts import COUNTED, headline, row_severity, verdict_counts, worst_severity
 
 __all__ = ["FORMATS", "WIDTH", "Format", "Report", "Section", "command_lines", "format_answer", "format_rows"]
 
@@ -114,8 +115,9 @@ def format_answer(rows: Sequence[dict[str, Any]], columns: Sequence[str], fmt: F
     apply to this question; a table is followed by one ``note:`` line per caveat (CSV stays rows)."""
     caveats = evidence.caveats(question.name)
     if fmt == "json":
-        return json.dumps({"question": question.name, "rows": _plain_rows(rows, columns),
-                           "caveats": caveats, "evidence": _plain(evidence.as_dict())}, indent=2)
+        return json.dumps({"question": question.name, "verdicts": verdict_counts(rows),
+                           "rows": _plain_rows(rows, columns), "caveats": caveats,
+                           "evidence": _plain(evidence.as_dict())}, indent=2)
     text = format_rows(rows, columns, fmt)
     if fmt == "table":
         text += "".join(f"\nnote: {printable(c)}" for c in caveats)
@@ -139,12 +141,35 @@ def command_lines(words: Sequence[str], width: int = WIDTH, prefix: str = "") ->
 
 @dataclass
 class Section:
-    """One question's part of the report: how many rows and the worst few."""
+    """One question's part of the report: how many rows, how many per verdict, and the worst few."""
 
     question: Question
     count: int
     examples: list[dict[str, Any]]
     columns: list[str] = field(default_factory=list)
+    verdicts: dict[str, int] = field(default_factory=lambda: dict.fromkeys(COUNTED, 0))
+    """Rows per verdict (happened, prevented, unknown)."""
+
+    @property
+    def severity(self) -> str:
+        """The severity its rows are reported under: the worst of its rows' (a question whose every
+        row was prevented is never critical; see :func:`._verdicts.row_severity`)."""
+        return worst_severity(self.question.severity, self.verdicts)
+
+    def at(self, level: str) -> dict[str, int]:
+        """Rows per verdict whose row severity is ``level`` (a question with happened and prevented
+        rows of a critical question is reported under critical and warning, each with its rows)."""
+        return {v: n for v, n in self.verdicts.items() if n and row_severity(self.question.severity, v) == level}
+
+    def summary(self, level: str | None = None) -> str:
+        """``2 finding(s): 1 happened, 1 unknown``, or for the rows at ``level`` of a question whose
+        rows are split over levels ``1 of 2 finding(s): 1 prevented``."""
+        noun = "finding(s)" if self.question.is_finding else "record(s)"
+        shown = self.verdicts if level is None else self.at(level)
+        part = sum(shown.values())
+        split = ", ".join(f"{n} {verdict}" for verdict, n in shown.items() if n)
+        head = f"{part} of {self.count} {noun}" if part != self.count else f"{self.count} {noun}"
+        return head + (f": {split}" if split else "")
 
 
 @dataclass
@@ -166,6 +191,16 @@ class Report:
         """Rows of the record questions: reported, never a failure of ``--fail-on``."""
         return sum(s.count for s in self.sections if not s.question.is_finding)
 
+    @property
+    def verdicts(self) -> dict[str, int]:
+        """Rows per verdict over the finding questions, as :func:`._verdicts.tally` counts the rows."""
+        return {v: sum(s.verdicts.get(v, 0) for s in self.sections if s.question.is_finding) for v in COUNTED}
+
+    @property
+    def headline(self) -> str:
+        """"4 incidents happened; 6 were prevented by guards; 2 could not be judged"."""
+        return headline(self.verdicts)
+
     def as_dict(self) -> dict[str, Any]:
         evidence = self.evidence
         return {
@@ -174,6 +209,8 @@ class Report:
             "source": self.load.source,
             "warnings": evidence.warnings() if evidence else self.load.warnings(),
             "evidence": _plain(evidence.as_dict()) if evidence else None,
+            "headline": self.headline,
+            "verdicts": self.verdicts,
             "findings": self.findings,
             "records": self.records,
             "questions": [
@@ -181,8 +218,10 @@ class Report:
                     "question": s.question.name,
                     "description": s.question.description,
                     "severity": s.question.severity,
+                    "reported_severity": s.severity,
                     "is_finding": s.question.is_finding,
                     "rows": s.count,
+                    "verdicts": dict(s.verdicts),
                     "caveats": evidence.caveats(s.question.name) if evidence else [],
                     "next_step": s.question.next_step,
                     "judged_tool_spans": evidence.judged.get(s.question.name) if evidence else None,
@@ -200,9 +239,11 @@ class Report:
             return json.dumps(self.as_dict(), indent=2)
         if fmt == "csv":
             rows = [{"question": s.question.name, "severity": s.question.severity, "rows": s.count,
-                     "is_finding": s.question.is_finding, "description": s.question.description}
+                     "is_finding": s.question.is_finding, "description": s.question.description,
+                     "reported_severity": s.severity, **s.verdicts}
                     for s in self.sections]
-            return format_rows(rows, ["question", "severity", "rows", "is_finding", "description"], "csv")
+            return format_rows(rows, ["question", "severity", "rows", "is_finding", "description",
+                                      "reported_severity", *COUNTED], "csv")
         return "\n".join(printable(line) for line in self._text_lines())
 
     def _text_lines(self) -> list[str]:
@@ -212,6 +253,7 @@ class Report:
 
         origin = self.load.source or f"{self.load.files} file(s)"
         out = wrap(f"Forensics report: {self.load.spans:,} spans from {origin}")
+        out += wrap(f"Verdict: {self.headline}")
         for warning in (self.evidence.warnings() if self.evidence else self.load.warnings()):
             out += wrap(f"warning: {warning}")
         if self.evidence:
@@ -223,18 +265,19 @@ class Report:
         out += wrap(f"{self.findings} finding(s) in {asked} question(s); {self.records} record(s) "
                     f"(waivers and refusals: reported, not problems)")
         for level in SEVERITIES:
-            group = [s for s in found if s.question.severity == level]
+            group = [s for s in found if s.at(level)]
             if not group:
                 continue
             out += ["", f"{level.upper()}"]
             for s in group:
-                noun = "finding(s)" if s.question.is_finding else "record(s)"
-                out += ["", _cut(f"== {s.question.name}: {s.count} {noun}", WIDTH)]
+                out += ["", _cut(f"== {s.question.name}: {s.summary(level)}", WIDTH)]
                 out += wrap(s.question.description, _INDENT)
-                table = format_rows(s.examples, s.columns, "table", width=WIDTH - len(_INDENT))
+                examples = [r for r in s.examples
+                            if row_severity(s.question.severity, str(r.get("verdict"))) == level]
+                table = format_rows(examples, s.columns, "table", width=WIDTH - len(_INDENT))
                 out += [_INDENT + line for line in table.splitlines()]
-                if s.count > len(s.examples):
-                    out.append(f"{_INDENT}({s.count - len(s.examples)} more row(s))")
+                if sum(s.at(level).values()) > len(examples):
+                    out.append(f"{_INDENT}({sum(s.at(level).values()) - len(examples)} more row(s))")
                 out += wrap(f"next: {s.question.next_step}", _INDENT)
                 out += command_lines(["outcome-telemetry", "forensics", "run", s.question.name, *self.paths],
                                      WIDTH, _INDENT + "rows: ")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from pathlib import Path
 
@@ -10,7 +11,7 @@ import pytest
 from telemetry import conventions as c
 from telemetry.demo import SCENARIOS, run_crew, score
 from telemetry.demo._runner import CrewResult
-from telemetry.forensics import QUESTION_NAMES, open_traces
+from telemetry.forensics import QUESTION_NAMES, headline, open_traces, question, tally
 
 
 def findings(result: CrewResult) -> dict[str, list[dict[str, object]]]:
@@ -48,7 +49,7 @@ def test_guarded_runs_prevent_every_failure(seeded_runs: dict) -> None:
     guarded = {i.run_id for i in result.manifest.incidents if i.mode == "guarded"}
     assert not [r for r in rows["lost_updates"] if r["run_id"] in guarded]
     assert not [r for r in rows["constraint_loss_by_hop"] if r["run_id"] in guarded]
-    assert not [r for r in rows["stale_sends"] if r["run_id"] in guarded and r["verdict"] != "refused"]
+    assert not [r for r in rows["stale_sends"] if r["run_id"] in guarded and r["kind"] != "refused"]
     assert [r for r in rows["plan_violations"] if r["run_id"] in guarded and r["violation"] == c.OUTCOME_POSTCONDITION_FAILED]
     facts = {(i.scenario, i.mode): i.facts for i in result.manifest.incidents}
     assert facts[("split_brain", "guarded")]["a_step_survived"] and facts[("split_brain", "guarded")]["b_step_survived"]
@@ -61,6 +62,31 @@ def test_guarded_runs_prevent_every_failure(seeded_runs: dict) -> None:
     assert facts[("stale_cache_readback", "guarded")]["database_email"].endswith("@new.example")
     assert facts[("stale_cache_readback", "legacy")]["database_email"].endswith("@old.example")
     assert facts[("context_drift", "guarded")]["fan_out"] == ["responder"]
+
+
+@pytest.mark.slow
+def test_legacy_harm_happened_guarded_harm_was_prevented_and_nothing_prevented_is_critical(seeded_runs: dict) -> None:
+    """The manifest records each expected row's verdict: every finding of a legacy story happened,
+    every one of a guarded story was prevented (scoring checks the rows carry them); the text
+    report lists no prevented row as critical and its headline counts both."""
+    result, rows = seeded_runs[7]
+    for incident in result.manifest.incidents:
+        for expected in incident.expected:
+            if question(expected.question).is_finding:
+                wanted = c.VERDICT_HAPPENED if incident.mode == "legacy" else c.VERDICT_PREVENTED
+                assert expected.verdict == wanted, (incident.scenario, incident.mode, expected)
+    assert score(result.manifest, rows).precision == 1.0
+    counts = tally(rows)
+    legacy = sum(1 for i in result.manifest.incidents for e in i.expected
+                 if i.mode == "legacy" and question(e.question).is_finding)
+    guarded = sum(1 for i in result.manifest.incidents for e in i.expected
+                  if i.mode == "guarded" and question(e.question).is_finding)
+    assert counts == {c.VERDICT_HAPPENED: legacy, c.VERDICT_PREVENTED: guarded, c.VERDICT_UNKNOWN: 0}
+    with open_traces([result.traces_dir]) as forensics:
+        text = forensics.report().render("table")
+    assert text.splitlines()[1] == f"Verdict: {headline(counts)}"
+    critical = text.split("\nCRITICAL\n")[1].split("\nWARNING\n")[0]
+    assert re.findall(r"verdict +(\w+)", critical) and set(re.findall(r"verdict +(\w+)", critical)) == {"happened"}
 
 
 @pytest.mark.slow

@@ -26,8 +26,10 @@ def test_demo_prints_stories_findings_and_alerts(tmp_path: Path, capsys: pytest.
     assert main(["demo", "--out", str(tmp_path / "out")]) == 0
     text = capsys.readouterr().out
     for needle in ("1. split brain", "guarded: stopped at call time", 'legacy: went through "green"',
-                   "told builder-b", "precision 1.00, recall 1.00", "ToolSilentFailure", "next: outcome-telemetry forensics report"):
-        assert needle in text, needle
+                   "told builder-b", "precision 1.00, recall 1.00", "ToolSilentFailure", "next: outcome-telemetry forensics report",
+                   "verdict: 8 incidents happened; 7 were prevented by guards; 0 could not be judged",
+                   "stale_sends (1 row, prevented)", "unpersisted_writes (1 row, happened)"):
+        assert needle in " ".join(text.split()), needle  # wrapped lines read as one
     assert (tmp_path / "out" / "manifest.json").exists() and list((tmp_path / "out" / "traces").glob("*.jsonl"))
 
 
@@ -37,6 +39,8 @@ def test_demo_json_summary(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -
     summary = json.loads(capsys.readouterr().out)
     assert summary["precision"] == summary["recall"] == 1.0
     assert {(i["mode"], i["facts"]["times_charged"]) for i in summary["incidents"]} == {("guarded", 1), ("legacy", 2)}
+    assert summary["verdicts"] == {"happened": 1, "prevented": 1, "unknown": 0}  # the double charge; the replay
+    assert summary["headline"] == "1 incident happened; 1 was prevented by guards; 0 could not be judged"
 
 
 def test_demo_without_promtool_says_what_to_install_and_which_option_exists(

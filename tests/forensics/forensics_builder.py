@@ -1,7 +1,8 @@
 """Build OTLP JSON-lines trace files by hand for the forensics tests.
 
 Small on purpose: each test states the spans it plants, and the builder writes them as real OTLP
-JSON (``TracesData`` per line), with switches for the encoding quirks the spec allows.
+JSON (``TracesData`` per line), with switches for the encoding quirks the spec allows, and
+``no_silent_failure`` for spans as a writer from before ``tool.silent_failure`` wrote them.
 """
 
 from __future__ import annotations
@@ -91,7 +92,10 @@ class TraceBuilder:
             attrs[c.GEN_AI_CONVERSATION_ID] = span.run
         if span.outcome != c.OUTCOME_OK:
             attrs[c.ERROR_TYPE] = span.outcome
+        attrs[c.TOOL_SILENT_FAILURE] = False  # the decorator records it on every call, true or false
         attrs.update(span.attributes)
+        if "no_silent_failure" in quirks:  # a writer from before the attribute, or another writer
+            del attrs[c.TOOL_SILENT_FAILURE]
         if span.kind is None:  # another instrumentation's span: no tool.kind
             del attrs[c.TOOL_KIND]
         start, end = ns(span.t), ns(span.t) + 1_500_000

@@ -69,7 +69,8 @@ def test_report_json_and_question_csv_formats(planted_file: Path, capsys: pytest
     assert {q["question"]: q["rows"] for q in data["questions"]}["stale_sends"] == 2
     assert main(["run", "stale_sends", str(planted_file), "-q", "--format", "csv"]) == 0
     lines = capsys.readouterr().out.strip().splitlines()
-    assert lines[0].startswith("verdict,run_id,agent_id") and len(lines) == 3
+    assert lines[0].startswith("verdict,verdict_basis,kind,run_id,agent_id") and len(lines) == 3
+    assert {line.split(",")[0] for line in lines[1:]} == {c.VERDICT_HAPPENED, c.VERDICT_PREVENTED}
 
 
 def test_clean_traces_do_not_fail_ci(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

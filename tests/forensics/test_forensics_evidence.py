@@ -133,6 +133,7 @@ def test_clock_skew_is_detected_per_service_and_marks_close_orders_uncertain(tmp
         assert skews[0]["offset_ms"] == pytest.approx(-800, abs=1)  # at least 0.8 s behind (started 0.8 s early)
         rows = traces.run("divergent_reads")
         assert [(r["writer_agent"], r["other_agent"], r["order_uncertain"]) for r in rows] == [("planner", "billing", True)]
+        assert rows[0]["verdict"] == c.VERDICT_UNKNOWN and "clock skew" in rows[0]["verdict_basis"]
         assert any("clock skew" in w for w in traces.evidence.warnings())
 
 

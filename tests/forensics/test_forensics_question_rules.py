@@ -131,7 +131,8 @@ def _refusal_rows(spans: list[Span]) -> Counter[tuple[Any, ...]]:
 @given(calls=st.lists(_call, min_size=1, max_size=40))
 def test_narrowed_questions_return_exactly_the_rows_their_rules_define(calls: list[tuple[Any, ...]],
                                                                       tmp_path: Path) -> None:
-    """idempotency_conflicts, contention and guard_refusals give the rows their headers define, no more, no fewer."""
+    """idempotency_conflicts, contention and guard_refusals give the rows their headers define, no more,
+    no fewer; every question's rows carry a valid verdict."""
     builder = _crew(calls)
     path = builder.write(tmp_path / "crew.jsonl")
     with open_traces([path]) as traces:
@@ -139,6 +140,12 @@ def test_narrowed_questions_return_exactly_the_rows_their_rules_define(calls: li
         busy = Counter((r["state_key"], r["bucket_start"], r["writes"], r["rejected"], r["agents"], r["runs"],
                         r["rejected_change"]) for r in traces.run("contention"))
         refusals = Counter((r["span_id"], r["recovered"], r["recovery_span_id"]) for r in traces.run("guard_refusals"))
+        answers = traces.answers()  # every question's rows carry a verdict their kind decides
+    for name, rows in answers.items():
+        assert all(r["verdict"] in c.VERDICTS and r["verdict_basis"] for r in rows), name
+    assert all(r["verdict"] == (c.VERDICT_PREVENTED if r["kind"] in ("conflict_refused", "replay")
+                                else c.VERDICT_HAPPENED) for r in answers["idempotency_conflicts"])
+    assert all(r["verdict"] == c.VERDICT_PREVENTED for r in answers["contention"] + answers["guard_refusals"])
     assert idem == _idempotency_rows(builder.spans)
     assert busy == _contention_rows(builder.spans)
     assert refusals == _refusal_rows(builder.spans)

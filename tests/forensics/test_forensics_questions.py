@@ -130,7 +130,7 @@ def test_readback_mismatches_finds_the_one_mismatch(traces: Forensics) -> None:
 def test_stale_sends_finds_the_refused_and_the_accepted_stale_send(traces: Forensics) -> None:
     """stale_sends: refused against a checked current version, and sent on a superseded one."""
     rows = traces.run("stale_sends")
-    assert project(rows, "verdict", "agent_id", "policy_task_id", "used_version", "current_version", "span_id") == {
+    assert project(rows, "kind", "agent_id", "policy_task_id", "used_version", "current_version", "span_id") == {
         ("refused", "reviewer", "refunds-policy", "v1", "v2", span_id(B, "r-obj", 312)),
         ("sent_stale", "writer", "refunds-policy", "v1", "v2", span_id(B, "r-obj", 313)),
     }

@@ -53,6 +53,7 @@ def test_the_legacy_crew_is_counted_once_however_many_passes(legacy_traces: Path
         assert w.registry.get_sample_value(c.METRIC_WATCH_LINES_READ_TOTAL) == first.lines > 0
         for f in first.new:
             assert f.severity == question(f.question).severity
+            assert f.row["verdict"] == c.VERDICT_HAPPENED
     finally:
         w.close()
 
@@ -67,6 +68,17 @@ def test_the_watcher_counts_what_forensics_finds_and_went_through(legacy_traces:
                 assert findings(w.registry, name) == len(counted(name, traces.run(name))), name
     finally:
         w.close()
+
+
+def test_only_happened_rows_are_counted(legacy_traces: Path) -> None:
+    """The same row counts when its verdict is happened, and never when prevented or unknown (a
+    chain gap, an order within the clock skew: the report lists those, the watcher does not page)."""
+    with open_traces([legacy_traces]) as traces:
+        rows = traces.run("lost_updates")
+    assert rows and all(r["verdict"] == c.VERDICT_HAPPENED for r in rows)
+    assert len(counted("lost_updates", rows)) == len(rows)
+    for verdict in (c.VERDICT_PREVENTED, c.VERDICT_UNKNOWN):
+        assert counted("lost_updates", [{**r, "verdict": verdict} for r in rows]) == {}
 
 
 def test_the_guarded_crew_counts_nothing(guarded_traces: Path, tmp_path: Path) -> None:

@@ -47,7 +47,9 @@ _EPILOG = f"""\
 Each pass reads the new complete lines of the trace files (a partial last line waits for its
 end; new files and rotated ones are picked up), runs the questions over the window of recent
 spans, and counts on /metrics each new finding once in {c.METRIC_FORENSIC_FINDINGS_TOTAL}{{question}}.
-Only failures that went through are counted: refused, deduplicated and told failures are not.
+Only rows whose verdict is {c.VERDICT_HAPPENED} are counted (the failure went through); {c.VERDICT_PREVENTED}
+rows (refused, rolled back, deduplicated, told) and {c.VERDICT_UNKNOWN} ones (the evidence cannot tell;
+`forensics report` lists them) are not.
 Health: {c.METRIC_WATCH_LINES_READ_TOTAL}, {c.METRIC_WATCH_BAD_LINES_TOTAL},
 {c.METRIC_WATCH_LAG_SECONDS}, {c.METRIC_WATCH_PASS_DURATION}.
 

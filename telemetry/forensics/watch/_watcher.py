@@ -41,6 +41,7 @@ from .._evidence import printable
 from .._loading import MAX_LINE_BYTES
 from .._peers import PeerOptions
 from .._questions import question
+from .._verdicts import row_severity
 from ._clickhouse import ClickHouseSource, ClickHouseWindow
 from ._findings import WATCHED, counted, watched_questions
 from ._follow import Follower
@@ -216,7 +217,7 @@ class Watcher:
             if now - first >= self.options.settle:
                 run = row.get("run_id")
                 seen[key] = None if run is None else str(run)
-                new.append(WatchFinding(name, question(name).severity, key, row))
+                new.append(WatchFinding(name, row_severity(question(name).severity, str(row.get("verdict"))), key, row))
         self._pending = {k: t for k, t in self._pending.items() if k in current}
         runs = self.window.runs()
         # A counted finding is forgotten once it can no longer be seen: its row is gone and its run
