@@ -27,7 +27,7 @@ def test_demo_prints_stories_findings_and_alerts(tmp_path: Path, capsys: pytest.
     text = capsys.readouterr().out
     for needle in ("1. split brain", "guarded: stopped at call time", 'legacy: went through "green"',
                    "told builder-b", "precision 1.00, recall 1.00", "ToolSilentFailure", "next: outcome-telemetry forensics report",
-                   "verdict: 8 incidents happened; 7 were prevented by guards; 0 could not be judged",
+                   "verdict: 9 incidents happened; 9 were prevented by guards; 0 could not be judged",
                    "stale_sends (1 row, prevented)", "unpersisted_writes (1 row, happened)"):
         assert needle in " ".join(text.split()), needle  # wrapped lines read as one
     assert (tmp_path / "out" / "manifest.json").exists() and list((tmp_path / "out" / "traces").glob("*.jsonl"))
