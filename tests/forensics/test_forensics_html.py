@@ -159,7 +159,7 @@ def test_evidence_reads_as_sentences_with_caveats_highlighted_and_figures_folded
             "3 delegation chains, all complete.</p>") in evidence
     assert '<ul class="caveats"><li><strong>Caveat:</strong> ' in evidence  # repeated_executions cannot judge
     assert '<details class="rawfigures"><summary>Raw figures' in evidence and "<details open" not in evidence
-    assert "<dt>spans read</dt><dd>72</dd>" in evidence and "{" not in evidence.split("Raw figures")[1]
+    assert f"<dt>spans read</dt><dd>{spans}</dd>" in evidence and "{" not in evidence.split("Raw figures")[1]
 
 
 def test_the_page_uses_the_answers_it_is_given_instead_of_running_the_questions_again(planted_traces: Forensics) -> None:
