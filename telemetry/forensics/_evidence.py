@@ -335,12 +335,13 @@ def gather(con: duckdb.DuckDBPyConnection, load: LoadReport, *, shape_failures: 
     for fmt, source, kind, n in kinds:
         if fmt not in (None, "outcome-telemetry"):
             continue  # another instrumentation's tool call: in its format's evidence
+        # Ours and unmarked spans arrive as separate groups under one label: add, never overwrite.
         if source == "inferred":
-            evidence.kind_inferred[str(kind)] = int(n)
-        elif source == "ambiguous":
-            evidence.ignored["no tool.kind, attributes of more than one kind"] = int(n)
+            evidence.kind_inferred[str(kind)] = evidence.kind_inferred.get(str(kind), 0) + int(n)
         else:
-            evidence.ignored["no tool.kind, no attribute decides it"] = int(n)
+            label = ("no tool.kind, attributes of more than one kind" if source == "ambiguous"
+                     else "no tool.kind, no attribute decides it")
+            evidence.ignored[label] = evidence.ignored.get(label, 0) + int(n)
     chains = rows(con, "SELECT run_id, root_task_id, baseline_hop, root_seen FROM delegation_chains "
                         "ORDER BY run_id, root_task_id")
     evidence.chains = len(chains)

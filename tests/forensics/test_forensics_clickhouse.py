@@ -331,6 +331,9 @@ def test_the_evidence_rules_apply_to_clickhouse_spans_as_to_files(tmp_path: Path
         assert expected["duplicates"]["dropped"] > 1 and expected["duplicates"]["conflicting"] == 1
         assert expected["clock_skew"]["services"] and expected["chains_with_gaps"]["count"] == 1
         assert expected["chains_without_root"]["count"] == 1 and expected["tool_kind_inferred"]
+        # ten skew spans and one with only a key decide no kind; one has attributes of two kinds
+        assert expected["spans_ignored"] == {"no tool.kind, no attribute decides it": 11,
+                                             "no tool.kind, attributes of more than one kind": 1}
         assert _comparable(ch.evidence.as_dict()) == _comparable(expected)
         for name in QUESTION_NAMES:
             assert ch.run(name) == from_files.run(name), name

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import threading
 from typing import Any
 
 from telemetry import conventions as c
@@ -20,6 +21,10 @@ from telemetry.testing import capture
 
 POLICY = "broadcast-policy"
 WAIT_SECONDS = 60.0
+
+# Set in a firing worker: its first delivery waits here until every firing worker is delivering,
+# so the workers are inside ``fire_due`` at the same time however the machine schedules them.
+_rendezvous: Any = None
 
 
 def crew(db: str) -> tuple[Objectives, ScheduledSends]:
@@ -33,6 +38,7 @@ def send_tool(sends: ScheduledSends, deliveries: str) -> Any:
     @sends.schedule_send(policy_task_id=POLICY, review_seconds=0)
     def send_notice(notice: str, policy_version: str) -> dict[str, Any]:
         """Deliver one notice (here: one line in the deliveries file)."""
+        _meet_the_other_workers()
         fd = os.open(deliveries, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
         try:
             os.write(fd, f"{notice} {os.getpid()}\n".encode())
@@ -43,8 +49,24 @@ def send_tool(sends: ScheduledSends, deliveries: str) -> Any:
     return sends.register(send_notice)
 
 
-def fire_until_done(db: str, deliveries: str, log_path: str, start: Any, name: str) -> None:
-    """Fire due sends until none is left open; log what this worker fired."""
+def _meet_the_other_workers() -> None:
+    global _rendezvous
+    waiting, _rendezvous = _rendezvous, None
+    if waiting is not None:
+        try:
+            waiting.wait(WAIT_SECONDS)
+        except threading.BrokenBarrierError:
+            pass  # the parent's assertion that every worker fired says what went wrong
+
+
+def fire_until_done(db: str, deliveries: str, log_path: str, start: Any, name: str, meet: Any = None) -> None:
+    """Fire due sends until none is left open; log what this worker fired.
+
+    ``meet`` (a barrier for the firing workers) holds this worker's first delivery until the
+    others are delivering too: without it a fast worker can fire all sends before a slow one starts.
+    """
+    global _rendezvous
+    _rendezvous = meet
     _, sends = crew(db)
     send_tool(sends, deliveries)
     fired: list[dict[str, Any]] = []

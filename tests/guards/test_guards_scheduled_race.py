@@ -29,8 +29,9 @@ def test_each_due_send_fires_once_across_processes_or_is_cancelled(store_url: st
     assert len(set(ids)) == SENDS
     ctx = worker_processes.context(scheduled_workers)
     start = ctx.Barrier(WORKERS + 2, timeout=JOIN_SECONDS)
+    meet = ctx.Barrier(WORKERS, timeout=JOIN_SECONDS)
     logs = {f"w{n}": tmp_path / f"w{n}.json" for n in range(WORKERS)}
-    procs = [ctx.Process(target=fire_until_done, args=(store_url, str(deliveries), str(path), start, name))
+    procs = [ctx.Process(target=fire_until_done, args=(store_url, str(deliveries), str(path), start, name, meet))
              for name, path in logs.items()]
     procs.append(ctx.Process(target=cancel_some, args=(store_url, ids, str(tmp_path / "cancel.json"), start, 3)))
     for proc in procs:
