@@ -1,7 +1,7 @@
 -- masked_failures: tool calls whose result reported a failure while the span's status says OK or unset ("your tracer shows these green"), by format, tool and outcome.
 --
 -- A masked failure is a call whose recorded or decided outcome is a failure (not ok, not an
--- operator's forced write) while its span status is 'ok' or 'unset', so every tracer's error view
+-- operator's forced write, not a pause for a human or for later: deferred, approval_required) while its span status is 'ok' or 'unset', so every tracer's error view
 -- shows it green. On other instrumentations' spans the outcome comes from the recorded result
 -- (the envelope rules a live result meets: {"success": false}, {"status": "error"}, an
 -- {"ok": false, "error": ...}, a LangChain ToolMessage with status error, ...); a span whose
@@ -28,7 +28,7 @@
 WITH failed AS MATERIALIZED (
     SELECT span_format, tool_name, outcome, status_code, run_id, start_time, trace_id, result_shown
     FROM spans
-    WHERE tool_name IS NOT NULL AND outcome IS NOT NULL AND outcome NOT IN ('ok', 'forced')
+    WHERE tool_name IS NOT NULL AND outcome IS NOT NULL AND outcome NOT IN ('ok', 'forced', 'deferred', 'approval_required')
       AND status_code IN ('ok', 'unset')
 ),
 examples AS (

@@ -240,6 +240,23 @@ def test_our_own_span_with_a_failed_outcome_and_an_unset_status_is_a_masked_fail
         assert traces.evidence.formats.names() == [c.FORMAT_OURS]
 
 
+def test_a_paused_call_shown_green_is_not_a_masked_failure(tmp_path: Path) -> None:
+    """A call that paused for a human or for later (deferred, approval_required) is not a failure,
+    whatever its status; the query's list of outcomes that are not failures is conventions' list."""
+    from telemetry.runtime._resources import data_file
+
+    sql = data_file("queries", "masked_failures.sql").read_text()
+    listed = set(re.findall(r"'([a-z_]+)'", sql.split("outcome NOT IN (")[1].split(")")[0]))
+    assert listed == {c.OUTCOME_OK, c.OUTCOME_FORCED} | c.PAUSED_OUTCOMES
+    trace = hex_id("trace:paused", 32)
+    spans = [span(trace, f"{c.SPAN_NAME_PREFIX}refund", n, float(n), {
+        c.GEN_AI_OPERATION_NAME: c.OPERATION_EXECUTE_TOOL, c.GEN_AI_TOOL_NAME: "refund", c.TOOL_TRANSPORT: c.TRANSPORT_OK,
+        c.TOOL_OUTCOME: outcome, c.TOOL_KIND: c.KIND_WRITE, c.TOOL_READBACK: c.READBACK_SKIPPED})
+        for n, outcome in enumerate(sorted(c.PAUSED_OUTCOMES) + [c.OUTCOME_TOOL_ERROR], start=1)]
+    with open_traces([write(tmp_path, spans)]) as traces:
+        assert [(r["outcome"], r["calls"]) for r in traces.run("masked_failures")] == [(c.OUTCOME_TOOL_ERROR, 1)]
+
+
 # --- --tool-spans and the function spans nothing marks ------------------------------------------
 
 

@@ -73,12 +73,12 @@ def test_the_report_and_every_question_print_no_raw_control(hostile: Path, capsy
     _clean(out + err, "report --format json")
     assert json.loads(out)["questions"]  # the JSON still carries the values themselves, escaped by JSON
     shown = 0
-    for question in QUESTION_NAMES:
-        for fmt in ("text", "csv", "json"):
+    for question in QUESTION_NAMES:  # JSON rows of every question are in the report's JSON above
+        for fmt in ("text", "csv"):
             assert forensics_main(["run", question, str(hostile), "--format", fmt]) == 0, question
             out, err = capsys.readouterr()
             _clean(out + err, f"run {question} --format {fmt}")
-            shown += fmt != "json" and "\\x1b]52" in out
+            shown += "\\x1b]52" in out
     assert shown >= 10  # most questions found their incident and printed its hostile values, escaped
 
 
