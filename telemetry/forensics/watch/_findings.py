@@ -60,8 +60,11 @@ WATCHED: dict[str, Watched] = {
     # identical arguments and no key (one per run, tool and arguments; the call count grows).
     "masked_failures": Watched(("span_format", "tool_name", "outcome")),
     "repeated_executions": Watched(("run_id", "tool_name", "arguments_hash")),
+    # A retry storm: one finding per error that started it (its retries grow the row, not the count).
+    c.QUESTION_RETRY_TAX: Watched(("run_id", "agent_id", "tool_name", "trace_id", "span_id")),
 }
-"""Every question whose happened rows the watcher counts. Left out: the records (waivers, refusals),
+"""Every question whose happened rows the watcher counts. Left out: the records (waivers, refusals,
+scheduled sends),
 and questions whose rows the live alerts already page on: ``readback_mismatches`` (its happened
 rows are silent failures, counted once under ``silent_failures``) and ``contention`` (every row a
 rate of refusals, which the live rejected-writes alert watches)."""
