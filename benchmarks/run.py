@@ -128,9 +128,9 @@ class Row:
 
 ROWS: tuple[Row, ...] = (
     Row("decorator", "decorated call vs a hand-written span, both exporting to the file (CPU)",
-        _get("cpu_ratio_both_exporting"), "x", 1.15),
+        _get("cpu_ratio_both_exporting"), "x", 1.10),
     Row("decorator", "decorated call vs a hand-written span, both exporting to the file (wall)",
-        _get("wall_ratio_both_exporting"), "x", 1.15),
+        _get("wall_ratio_both_exporting"), "x", 1.10),
     Row("decorator", "decorated call vs a hand-written span exporting nothing (CPU)",
         _get("cpu_ratio_to_discarding"), "x", 1.25),
     Row("decorator", "decorated call vs a hand-written span exporting nothing (wall)",
