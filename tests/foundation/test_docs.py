@@ -216,4 +216,4 @@ def test_a_generated_row_shows_its_figure_or_says_it_was_not_measured(figures: d
     row = next(r for r in run.ROWS if r.benchmark == "decorator")
     cells = row.cells(figures)
     assert cells[2] == ("1.05x" if figures else "not measured")
-    assert cells[3] == "≤ 1.15x" and cells[4] == ("yes" if figures else "")
+    assert cells[3] == "≤ 1.10x" and cells[4] == ("yes" if figures else "")
