@@ -156,8 +156,14 @@ def encode(value: Any, *, max_bytes: int, canonical: bool = False) -> str:
     object's own ``__eq__``, ``__hash__`` or ``__iter__`` is never called, except a set
     member's hash, which the set already computed).
     """
-    text = _Encoder(canonical, max_bytes).encode(value, "", 0)
-    size = len(text.encode("utf-8"))
+    kind = type(value)
+    if kind is int and INT_MIN <= value <= INT_MAX:  # a lone scalar: no walk, no encoder object
+        text = str(value)
+    elif kind is str and value.isascii() and len(value) < max_bytes:
+        text = _encode_string(value)
+    else:
+        text = _Encoder(canonical, max_bytes).encode(value, "", 0)
+    size = len(text) if text.isascii() else len(text.encode("utf-8"))
     if size > max_bytes:
         raise NotJSON("", f"is {size} bytes as JSON; the limit is {max_bytes} bytes: send a smaller value", shape=False)
     return text

@@ -18,6 +18,7 @@ import os
 import re
 import sqlite3
 import threading
+import weakref
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
 from functools import lru_cache
@@ -92,7 +93,7 @@ class SQLiteStore:
         self._shared: sqlite3.Connection | None = None
         self._shared_lock = threading.RLock()
         self._schemas: set[str] = set()
-        self._pid = os.getpid()
+        _OPEN.add(self)
 
     def _connect(self) -> sqlite3.Connection:
         try:
@@ -121,14 +122,13 @@ class SQLiteStore:
         yield self._own_connection()
 
     def _own_connection(self) -> sqlite3.Connection:
-        """This thread's connection to a file store (opened on first use, and anew after a fork)."""
-        if os.getpid() != self._pid:  # forked: never reuse the parent's connections
-            self._local = threading.local()
-            self._pid = os.getpid()
+        """This thread's connection to a file store (opened on first use, and anew after a fork:
+        :func:`_forget_after_fork` drops the parent's, so no call asks the OS for its pid)."""
         conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
         if conn is None:
             conn = self._connect()
             self._local.conn = conn
+            self._local.cursor = conn.cursor()  # conditional_write's, reused: no cursor object per statement
         return conn
 
     def _discard(self, conn: sqlite3.Connection) -> None:
@@ -137,7 +137,7 @@ class SQLiteStore:
             conn.close()
         finally:
             if getattr(self._local, "conn", None) is conn:
-                self._local.conn = None
+                self._local.conn = self._local.cursor = None
             if self._shared is conn:
                 self._shared = None
 
@@ -213,24 +213,30 @@ class SQLiteStore:
         """``write`` and, when it changed one row, ``log``, in one ``BEGIN IMMEDIATE`` transaction
         (SQLite cannot write inside a WITH clause); whether it wrote. See
         :meth:`telemetry.guards._store.Store.conditional_write`."""
-        log = values_form(log)
+        prepared = _PREPARED.get((write, log))
+        if prepared is None:  # the statements as SQLite runs them, worked out once per pair
+            prepared = _PREPARED[(write, log)] = (ungated(write), values_form(log))
+        write, log = prepared
         if self._memory:  # the shared connection: its lock is held for the whole transaction
             with self._transaction("BEGIN IMMEDIATE") as conn:
-                if conn.execute(ungated(write), params).rowcount != 1:
+                if conn.execute(write, params).rowcount != 1:
                     return False
                 conn.execute(log, log_params)
             return True
         # The guards' hot path, so written out: what _transaction does, statement for statement,
-        # without the generator-based context managers around it.
-        conn = self._own_connection()
+        # without the generator-based context managers around it, on this thread's own cursor.
+        cursor: sqlite3.Cursor | None = getattr(self._local, "cursor", None)
+        if cursor is None:
+            cursor = self._local.cursor = self._own_connection().cursor()
+        conn = cursor.connection
         try:
-            conn.execute("BEGIN IMMEDIATE")
+            cursor.execute("BEGIN IMMEDIATE")
         except sqlite3.Error as exc:
             raise map_error(self.path, exc) from exc
         try:
-            wrote = conn.execute(ungated(write), params).rowcount == 1
+            wrote = cursor.execute(write, params).rowcount == 1
             if wrote:
-                conn.execute(log, log_params)
+                cursor.execute(log, log_params)
         except BaseException as exc:
             self._rollback(conn)
             mapped = map_error(self.path, exc)
@@ -238,7 +244,7 @@ class SQLiteStore:
                 raise
             raise mapped from exc
         try:
-            conn.execute("COMMIT")
+            cursor.execute("COMMIT")
         except sqlite3.Error as exc:
             self._rollback(conn)
             raise map_error(self.path, exc) from exc
@@ -263,10 +269,28 @@ class SQLiteStore:
         conn = getattr(self._local, "conn", None)
         if conn is not None:
             conn.close()
-            self._local.conn = None
+            self._local.conn = self._local.cursor = None
         if self._shared is not None:
             self._shared.close()
             self._shared = None
+
+
+_PREPARED: dict[tuple[str, str], tuple[str, str]] = {}
+"""conditional_write's statements as given, and as SQLite runs them (a few pairs per process)."""
+
+_OPEN: weakref.WeakSet[SQLiteStore] = weakref.WeakSet()
+"""Every store of this process, so a forked child can drop the connections it inherited."""
+
+
+def _forget_after_fork() -> None:
+    """In a forked child: never reuse the parent's connections (SQLite forbids carrying one
+    across a fork); each thread of the child opens its own on first use."""
+    for store in list(_OPEN):
+        store._local = threading.local()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_after_fork)
 
 
 _SELECT_ROW = re.compile(r"(INSERT INTO [A-Za-z_][A-Za-z0-9_]* \([A-Za-z0-9_, ]+\)) SELECT (\?(?:, \?)*)")

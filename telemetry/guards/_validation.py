@@ -179,6 +179,11 @@ def text_problem(name: str, value: Any, *, limit: int = MAX_ID_LENGTH) -> str | 
 
 def text(name: str, value: Any, *, max_length: int = MAX_ID_LENGTH) -> str:
     """``value`` as a non-blank string of at most ``max_length`` characters, or :class:`BadInput`."""
+    # Every guard call checks several texts: the common one (a plain ASCII str) is decided here,
+    # by the same rules as text_problem, without building anything.
+    if type(value) is str and value.isascii() and len(value) <= max_length and "\0" not in value and value \
+            and not value.isspace():
+        return value
     problem = text_problem(name, value, limit=max_length)
     if problem is not None:
         raise invalid(problem)
@@ -263,6 +268,10 @@ def _refused(name: str, bad: NotJSON) -> BadInput:
 
 def json_text(name: str, value: Any, *, max_bytes: int) -> str:
     """The stored JSON text of ``value`` (sorted keys, compact, numbers as sent), or :class:`BadInput`."""
+    if type(value) is int and INT_MIN <= value <= INT_MAX:  # what _json.encode writes, decided here
+        text = str(value)
+        if len(text) <= max_bytes:
+            return text
     try:
         return encode(value, max_bytes=max_bytes)
     except NotJSON as bad:
