@@ -36,6 +36,7 @@ most 3x the bare update; telemetry off, each store's guarded write at most 1.25x
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import sqlite3
@@ -123,19 +124,24 @@ def noop_us(writes: int) -> float:
 
 def sqlite_cas_us(conn: sqlite3.Connection, writes: int, *, log: bool = False) -> tuple[float, float]:
     """The hand-written compare-and-set on SQLite: BEGIN IMMEDIATE, a conditional UPDATE, COMMIT;
-    with ``log``, plus the change-log row the guard appends, by hand, in the same transaction."""
+    with ``log``, plus the change-log row the guard appends, by hand, in the same transaction.
+
+    The row carries the value's SHA-256, as the log's ``value_hash`` must (a read-back of a
+    since-replaced version compares against it); a constant there would be no change log."""
     version = conn.execute("SELECT version FROM guard_state WHERE key = ?", (KEY,)).fetchone()[0]
     with Timed() as timed:
         for i in range(writes):
             new = f"cas_{i}_{log}"
+            value = str(i)
             conn.execute("BEGIN IMMEDIATE")
             cursor = conn.execute(
-                "UPDATE guard_state SET value = ?, version = ? WHERE key = ? AND version = ?", (str(i), new, KEY, version)
+                "UPDATE guard_state SET value = ?, version = ? WHERE key = ? AND version = ?", (value, new, KEY, version)
             )
             if log:
                 conn.execute(
                     "INSERT INTO guard_changes (key, version, previous_version, value_hash, actor, change_ref, forced, at) "
-                    "VALUES (?, ?, ?, ?, NULL, NULL, 0, ?)", (KEY, new, version, "0" * 64, time.time())
+                    "VALUES (?, ?, ?, ?, NULL, NULL, 0, ?)",
+                    (KEY, new, version, hashlib.sha256(value.encode()).hexdigest(), time.time()),
                 )
             conn.execute("COMMIT")
             assert cursor.rowcount == 1

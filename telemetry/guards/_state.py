@@ -82,7 +82,9 @@ CREATE INDEX IF NOT EXISTS guard_changes_by_time ON guard_changes (at);
 _TOKEN_BYTES: Final = 12
 _RANDOM_BATCH: Final = _TOKEN_BYTES * 340
 """Random bytes fetched from the OS at once: one system call per 340 tokens instead of one each."""
-_random = threading.local()  # this thread's unused random bytes and where the next token starts
+_TOKEN_HEX: Final = 2 * _TOKEN_BYTES
+_HEX_BATCH: Final = 2 * _RANDOM_BATCH
+_random = threading.local()  # this thread's batch (as hex) and where its next unused digits start
 
 
 def _forget_random_after_fork() -> None:
@@ -99,11 +101,11 @@ def new_version() -> str:
     """A fresh opaque version token: 96 random bits from the OS's CSPRNG (``os.urandom``), read
     in batches per thread (each byte handed out once; a forked child starts a batch of its own)."""
     local = _random
-    at = getattr(local, "at", _RANDOM_BATCH)
-    if at >= _RANDOM_BATCH:
-        local.batch, at = _urandom(_RANDOM_BATCH), 0
-    local.at = at + _TOKEN_BYTES
-    return "ver_" + local.batch[at:at + _TOKEN_BYTES].hex()
+    at = getattr(local, "at", _HEX_BATCH)
+    if at >= _HEX_BATCH:
+        local.batch, at = _urandom(_RANDOM_BATCH).hex(), 0
+    local.at = at + _TOKEN_HEX
+    return "ver_" + local.batch[at:at + _TOKEN_HEX]
 
 
 def ensure_state_schema(store: Store) -> None:

@@ -143,3 +143,58 @@ def test_a_forked_child_writes_on_its_own_connection(tmp_path: Path) -> None:
         assert conn is parents
     current = state.read_state("k")
     assert current["value"] == 2 and state.write_state("k", 3, current["version"])["ok"]
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_a_forked_child_never_hands_out_its_parents_version_tokens(tmp_path: Path) -> None:
+    """Tokens come from a per-thread batch of random bytes: a child forked mid-batch must draw
+    its own, or parent and child would write the same "new" version."""
+    from telemetry.guards._state import new_version
+
+    new_version()  # the parent's batch is loaded; the child inherits its memory
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.write(write, " ".join(new_version() for _ in range(50)).encode())
+        finally:
+            os._exit(0)
+    os.close(write)
+    _, status = os.waitpid(pid, 0)
+    with os.fdopen(read) as pipe:
+        childs = set(pipe.read().split())
+    parents = {new_version() for _ in range(50)}
+    assert os.waitstatus_to_exitcode(status) == 0 and len(childs) == 50
+    assert not childs & parents
+
+
+def test_version_tokens_are_unique_and_opaque_past_a_batch() -> None:
+    """Across the refill of the per-thread batch, and from several threads at once."""
+    import re
+    import threading
+
+    from telemetry.guards._state import new_version
+
+    tokens: list[str] = []
+
+    def draw() -> None:
+        tokens.extend(new_version() for _ in range(1_000))
+
+    threads = [threading.Thread(target=draw) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    draw()
+    for thread in threads:
+        thread.join()
+    assert len(set(tokens)) == 5_000
+    assert all(re.fullmatch(r"ver_[0-9a-f]{24}", token) for token in tokens)
+
+
+def test_a_closed_store_writes_again_on_a_fresh_connection(tmp_path: Path) -> None:
+    """close() drops this thread's connection and the cursor the hot path reuses: the next write
+    opens both anew instead of using a closed cursor."""
+    state = _state(tmp_path)
+    first = state.write_state("k", 1, ABSENT_VERSION)
+    state.store.close()
+    second = state.write_state("k", 2, first["version"])
+    assert second["ok"] and state.read_state("k")["value"] == 2

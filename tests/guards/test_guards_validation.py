@@ -101,3 +101,45 @@ def test_free_texts_share_one_limit(store_url: str) -> None:
     refused = Delegations(store).register_task("T", "o", [{"id": "C1", "text": long}])
     assert f"the limit is {MAX_TEXT_LENGTH}" in refused["message"]
     assert Delegations(store).register_task("T", "o", [{"id": "C1", "text": long[:-1]}])["ok"]
+
+
+@FUZZ
+@given(value=anything)
+def test_a_text_is_accepted_exactly_when_no_problem_is_found(value: Any) -> None:
+    """text() decides a plain ASCII string without text_problem: the two agree on every value,
+    and an accepted text comes back unchanged."""
+    from telemetry.guards._validation import BadInput, text, text_problem
+
+    for limit in (MAX_ID_LENGTH, 3):
+        problem = text_problem("key", value, limit=limit)
+        try:
+            accepted = text("key", value, max_length=limit)
+        except BadInput as bad:
+            assert problem is not None and bad.envelope["message"] == problem
+        else:
+            assert problem is None and accepted == value and type(accepted) is str
+
+
+@FUZZ
+@given(value=anything)
+def test_the_stored_text_and_its_logged_hash_match_the_long_way(value: Any) -> None:
+    """The shortcuts for a lone integer or ASCII string (json_text's, encode's) write what the
+    encoder's walk writes and refuse what it refuses; the change log's inline hash is
+    validation.digest of that text."""
+    from telemetry.guards._json import NotJSON, _Encoder
+    from telemetry.guards._state import _change
+    from telemetry.guards._validation import BadInput, digest, json_text
+
+    for limit in (256 * 1024, 2):
+        try:
+            walked: str | None = _Encoder(False, limit).encode(value, "", 0)
+        except NotJSON:
+            walked = None
+        expected = walked if walked is not None and len(walked.encode("utf-8")) <= limit else None
+        try:
+            stored: str | None = json_text("value", value, max_bytes=limit)
+        except BadInput:
+            stored = None
+        assert stored == expected
+        if stored is not None:
+            assert _change("k", stored, "ver_x", None, None, False)[3][3] == digest(stored)
