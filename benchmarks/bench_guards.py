@@ -12,7 +12,7 @@
 2. Each store's guarded write (telemetry off) against its floor, the hand-written code a user
    would write instead on the same database. On SQLite the floor is what the guard's contract
    needs: ``BEGIN IMMEDIATE``, ``UPDATE ... WHERE key = ? AND version = ?`` and the ``INSERT`` of
-   its change-log row, ``COMMIT``; the compare-and-set alone (no change-log row) is timed beside
+   its change-log row (with the value's SHA-256, as the log's ``value_hash`` must), ``COMMIT``; the compare-and-set alone (no change-log row) is timed beside
    it. On PostgreSQL the floor is the conditional ``UPDATE`` through a psycopg_pool pool of the
    store's default size whose block commits, and beside it the same on a dedicated connection.
    Both clocks: wall time, and this process's CPU time (on SQLite all the work is in this

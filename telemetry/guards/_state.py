@@ -23,12 +23,10 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import threading
 import time
 from datetime import timedelta
 from hashlib import sha256 as _sha256
-from os import urandom as _urandom
 from typing import Any, Final, Union
 
 from .. import conventions as c
@@ -37,6 +35,7 @@ from ..instrument import Call, current_call, instrument_tool
 from . import _validation as validation
 from ._envelope import busy_refusal, refusal, refuse_when_busy, success
 from ._store import WRITE_GATE, Connection, Store, StoreBusy, require_store, ungated
+from ._tokens import new_version
 from ._validation import BadInput
 
 __all__ = [
@@ -77,35 +76,6 @@ CREATE TABLE IF NOT EXISTS guard_changes (
 CREATE INDEX IF NOT EXISTS guard_changes_by_ref ON guard_changes (change_ref) WHERE change_ref IS NOT NULL;
 CREATE INDEX IF NOT EXISTS guard_changes_by_time ON guard_changes (at);
 """
-
-
-_TOKEN_BYTES: Final = 12
-_RANDOM_BATCH: Final = _TOKEN_BYTES * 340
-"""Random bytes fetched from the OS at once: one system call per 340 tokens instead of one each."""
-_TOKEN_HEX: Final = 2 * _TOKEN_BYTES
-_HEX_BATCH: Final = 2 * _RANDOM_BATCH
-_random = threading.local()  # this thread's batch (as hex) and where its next unused digits start
-
-
-def _forget_random_after_fork() -> None:
-    """A forked child must never hand out the tokens its parent's buffer still holds."""
-    global _random
-    _random = threading.local()
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_forget_random_after_fork)
-
-
-def new_version() -> str:
-    """A fresh opaque version token: 96 random bits from the OS's CSPRNG (``os.urandom``), read
-    in batches per thread (each byte handed out once; a forked child starts a batch of its own)."""
-    local = _random
-    at = getattr(local, "at", _HEX_BATCH)
-    if at >= _HEX_BATCH:
-        local.batch, at = _urandom(_RANDOM_BATCH).hex(), 0
-    local.at = at + _TOKEN_HEX
-    return "ver_" + local.batch[at:at + _TOKEN_HEX]
 
 
 def ensure_state_schema(store: Store) -> None:

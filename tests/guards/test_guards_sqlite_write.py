@@ -149,7 +149,7 @@ def test_a_forked_child_writes_on_its_own_connection(tmp_path: Path) -> None:
 def test_a_forked_child_never_hands_out_its_parents_version_tokens(tmp_path: Path) -> None:
     """Tokens come from a per-thread batch of random bytes: a child forked mid-batch must draw
     its own, or parent and child would write the same "new" version."""
-    from telemetry.guards._state import new_version
+    from telemetry.guards._tokens import new_version
 
     new_version()  # the parent's batch is loaded; the child inherits its memory
     read, write = os.pipe()
@@ -173,7 +173,7 @@ def test_version_tokens_are_unique_and_opaque_past_a_batch() -> None:
     import re
     import threading
 
-    from telemetry.guards._state import new_version
+    from telemetry.guards._tokens import new_version
 
     tokens: list[str] = []
 
