@@ -123,23 +123,25 @@ def test_a_text_is_accepted_exactly_when_no_problem_is_found(value: Any) -> None
 @FUZZ
 @given(value=anything)
 def test_the_stored_text_and_its_logged_hash_match_the_long_way(value: Any) -> None:
-    """The shortcuts for a lone integer or ASCII string (json_text's, encode's) write what the
-    encoder's walk writes and refuse what it refuses; the change log's inline hash is
-    validation.digest of that text."""
-    from telemetry.guards._json import NotJSON, _Encoder
-    from telemetry.guards._state import _change
+    """The shortcuts for a lone integer or ASCII string (json_text's, the encoder's) write what
+    the encoder's walk writes (the same value inside a list takes the walk) and refuse what it
+    refuses; an accepted write logs validation.digest of that text as its value_hash."""
     from telemetry.guards._validation import BadInput, digest, json_text
 
-    for limit in (256 * 1024, 2):
+    def stored(candidate: Any, limit: int) -> str | None:
         try:
-            walked: str | None = _Encoder(False, limit).encode(value, "", 0)
-        except NotJSON:
-            walked = None
-        expected = walked if walked is not None and len(walked.encode("utf-8")) <= limit else None
-        try:
-            stored: str | None = json_text("value", value, max_bytes=limit)
+            return json_text("value", candidate, max_bytes=limit)
         except BadInput:
-            stored = None
-        assert stored == expected
-        if stored is not None:
-            assert _change("k", stored, "ver_x", None, None, False)[3][3] == digest(stored)
+            return None
+
+    if not isinstance(value, (list, tuple, dict)):
+        for limit in (256 * 1024, 2):
+            walked = stored([value], limit + 2)
+            assert stored(value, limit) == (walked[1:-1] if walked is not None else None)
+    text = stored(value, 256 * 1024)
+    state = StateStore(open_store(":memory:"))
+    written = state.write_state("k", value, ABSENT_VERSION)
+    assert written["ok"] is (text is not None)
+    if text is not None:
+        logged = state.store.query_one("SELECT value_hash FROM guard_changes WHERE version = ?", (written["version"],))
+        assert logged[0] == digest(text)
