@@ -224,3 +224,27 @@ def test_a_hostile_exception_type_from_clickhouse_is_bound_and_read_exactly(
     with open_ch(chdb_dir, database) as ch, open_traces([write_lines(tmp_path / "h.jsonl", hostile_in_clickhouse)]) as f:
         assert ch.connection.execute(sql).fetchall() == f.connection.execute(sql).fetchall()
         assert ch.connection.execute(sql).fetchall()[0][0] == HOSTILE_TYPE
+
+
+def test_watch_reads_the_event_s_type_as_the_report_does(tmp_path: Path) -> None:
+    """``watch`` loads through the same reader: a peer tool call that raised with its status UNSET
+    is a masked failure whose outcome is the exception event's type, as in the report."""
+    from prometheus_client import CollectorRegistry
+
+    from telemetry.forensics.watch import Watcher, WatchOptions
+
+    trace = hex_id("trace:exc-watch", 32)
+    spans = [genai_tool(trace, 1, "charge")]
+    spans[0]["events"] = [exception_event(spans[0]["startTimeUnixNano"], "TimeoutError")]
+    folder = tmp_path / "traces"
+    folder.mkdir()
+    write(folder, spans)
+    with open_traces([folder]) as traces:
+        reported = [(r["tool_name"], r["outcome"]) for r in traces.run("masked_failures")]
+    assert reported == [("charge", "timeout_error")]
+    w = Watcher(WatchOptions(paths=(str(folder),), settle=0.0), registry=CollectorRegistry())
+    try:
+        found = w.run_pass().new
+    finally:
+        w.close()
+    assert [(f.row["tool_name"], f.row["outcome"]) for f in found if f.question == "masked_failures"] == reported
