@@ -27,7 +27,8 @@
 --                           read one with attr(attributes, 'name') or attr_list(attributes, 'name')
 --   attribute_keys, attribute_values, attribute_arrays: the same, as three aligned lists (stored)
 --   typed columns: tool_name, agent_id, conversation_id, tool_kind, transport, readback, outcome,
---   error_type, state_key, state_version_read/expected/current/written, delegation_task_id,
+--   error_type (error.type; on a span without it, the exception.type of its first exception
+--   event), state_key, state_version_read/expected/current/written, delegation_task_id,
 --   delegation_origin_task_id, delegation_root_task_id, delegation_hop (BIGINT),
 --   constraints_carried, constraints_waived, waiver_reasons (VARCHAR[]), objective_task_id,
 --   objective_version, policy_version, policy_version_current, idempotency_key_hash,
@@ -137,10 +138,20 @@ CREATE OR REPLACE TEMP MACRO otlp_suspicious(d) AS
             ss.spans IS NULL OR ss.scope IS NULL
             OR list_bool_or(list_transform(ss.spans, lambda sp: sp.attributes IS NULL)))))), false);
 
+-- otlp_exception_type(events): the exception.type of a span's first event named 'exception' (the
+-- OpenTelemetry semantic conventions' exception event; a later one, or its message and stack
+-- trace, are never read), as text like an attribute's scalar value; NULL without one.
+CREATE OR REPLACE TEMP MACRO otlp_exception_type(events) AS
+    list_transform(list_filter(list_filter(events, lambda e: e.name = 'exception')[1].attributes,
+                               lambda a: a.key = 'exception.type'),
+                   lambda a: coalesce(a.value.stringValue, a.value.intValue, a.value.boolValue,
+                                      a.value.doubleValue))[1];
+
 -- otlp_typed('name'): the stored span columns from the relation `name` (a table, a view or a CTE
 -- in scope) of checked spans, with the columns source_file, resource_attributes, scope_name,
 -- scope_version, s (the span: traceId, spanId, parentSpanId, name, kind, status {code, message},
--- startTimeUnixNano, endTimeUnixNano, events [{name}]), attribute_keys, attribute_values and
+-- startTimeUnixNano, endTimeUnixNano, events [{name, attributes [{key, value {stringValue,
+-- boolValue, intValue, doubleValue}}]}]), attribute_keys, attribute_values and
 -- attribute_arrays.
 -- Every source (JSON lines here, ClickHouse in telemetry/forensics/clickhouse/) goes through it,
 -- so one set of rules types them.
@@ -187,7 +198,8 @@ WITH typed AS (
         attribute_values[list_position(attribute_keys, 'tool.transport')] AS transport,
         attribute_values[list_position(attribute_keys, 'tool.readback')] AS readback,
         attribute_values[list_position(attribute_keys, 'tool.outcome')] AS outcome,
-        attribute_values[list_position(attribute_keys, 'error.type')] AS error_type,
+        coalesce(attribute_values[list_position(attribute_keys, 'error.type')], otlp_exception_type(s.events))
+            AS error_type,
         attribute_values[list_position(attribute_keys, 'state.key')] AS state_key,
         attribute_values[list_position(attribute_keys, 'state.version.read')] AS state_version_read,
         attribute_values[list_position(attribute_keys, 'state.version.expected')] AS state_version_expected,
@@ -231,8 +243,8 @@ WITH typed AS (
         attribute_values[list_position(attribute_keys, 'schedule.fires_at')] AS schedule_fires_at,
         lower(attribute_values[list_position(attribute_keys, 'schedule.in_window')]) IN ('true', '1')
             AS schedule_in_window,
-        -- The span recorded an exception event (only the events' names are read): a peer tool
-        -- span that raised with its status left UNSET is a transport error (the span-format layer).
+        -- The span recorded an exception event: a peer tool span that raised with its status left
+        -- UNSET is a transport error (the span-format layer); its type is error_type's fallback.
         coalesce(list_contains(list_transform(s.events, lambda e: e.name), 'exception'), false) AS raised
     FROM query_table(checked)
 )
@@ -243,7 +255,7 @@ WITH lines AS (
     SELECT
         filename AS source_file,
         json AS line,
-        from_json(json, '{"resourceSpans":[{"resource":{"attributes":[{"key":"VARCHAR","value":{"stringValue":"VARCHAR","boolValue":"VARCHAR","intValue":"VARCHAR","doubleValue":"VARCHAR","bytesValue":"VARCHAR","kvlistValue":"JSON","arrayValue":{"values":[{"stringValue":"VARCHAR","boolValue":"VARCHAR","intValue":"VARCHAR","doubleValue":"VARCHAR","bytesValue":"VARCHAR","kvlistValue":"JSON","arrayValue":"JSON"}]}}}]},"scopeSpans":[{"scope":{"name":"VARCHAR","version":"VARCHAR"},"spans":[{"traceId":"VARCHAR","spanId":"VARCHAR","parentSpanId":"VARCHAR","name":"VARCHAR","kind":"VARCHAR","startTimeUnixNano":"VARCHAR","endTimeUnixNano":"VARCHAR","attributes":[{"key":"VARCHAR","value":{"stringValue":"VARCHAR","boolValue":"VARCHAR","intValue":"VARCHAR","doubleValue":"VARCHAR","bytesValue":"VARCHAR","kvlistValue":"JSON","arrayValue":{"values":[{"stringValue":"VARCHAR","boolValue":"VARCHAR","intValue":"VARCHAR","doubleValue":"VARCHAR","bytesValue":"VARCHAR","kvlistValue":"JSON","arrayValue":"JSON"}]}}}],"status":{"code":"VARCHAR","message":"VARCHAR"},"events":[{"name":"VARCHAR"}]}]}]}]}') AS d
+        from_json(json, '{"resourceSpans":[{"resource":{"attributes":[{"key":"VARCHAR","value":{"stringValue":"VARCHAR","boolValue":"VARCHAR","intValue":"VARCHAR","doubleValue":"VARCHAR","bytesValue":"VARCHAR","kvlistValue":"JSON","arrayValue":{"values":[{"stringValue":"VARCHAR","boolValue":"VARCHAR","intValue":"VARCHAR","doubleValue":"VARCHAR","bytesValue":"VARCHAR","kvlistValue":"JSON","arrayValue":"JSON"}]}}}]},"scopeSpans":[{"scope":{"name":"VARCHAR","version":"VARCHAR"},"spans":[{"traceId":"VARCHAR","spanId":"VARCHAR","parentSpanId":"VARCHAR","name":"VARCHAR","kind":"VARCHAR","startTimeUnixNano":"VARCHAR","endTimeUnixNano":"VARCHAR","attributes":[{"key":"VARCHAR","value":{"stringValue":"VARCHAR","boolValue":"VARCHAR","intValue":"VARCHAR","doubleValue":"VARCHAR","bytesValue":"VARCHAR","kvlistValue":"JSON","arrayValue":{"values":[{"stringValue":"VARCHAR","boolValue":"VARCHAR","intValue":"VARCHAR","doubleValue":"VARCHAR","bytesValue":"VARCHAR","kvlistValue":"JSON","arrayValue":"JSON"}]}}}],"status":{"code":"VARCHAR","message":"VARCHAR"},"events":[{"name":"VARCHAR","attributes":[{"key":"VARCHAR","value":{"stringValue":"VARCHAR","boolValue":"VARCHAR","intValue":"VARCHAR","doubleValue":"VARCHAR"}}]}]}]}]}]}') AS d
     FROM read_ndjson_objects(paths, filename = true, maximum_object_size = max_line_bytes)
 ),
 -- Every check is a filter that is true or raises: the parsed data flows on untouched (a CASE that
@@ -383,8 +395,8 @@ CREATE OR REPLACE TEMP MACRO peer_plain(v) AS
     CASE WHEN length(v) >= 2 AND starts_with(v, '"') AND ends_with(v, '"') AND json_valid(v)
          THEN coalesce(json_extract_string(v, '$'), v) ELSE v END;
 
--- peer_token(v): an error.type as an outcome code: snake_case, at most 64 characters
--- ('ValueError' -> 'value_error'); NULL when nothing is left.
+-- peer_token(v): an error type (error.type, else an exception event's exception.type) as an outcome
+-- code: snake_case, at most 64 characters ('ValueError' -> 'value_error'); NULL when nothing is left.
 CREATE OR REPLACE TEMP MACRO peer_token(v) AS
     nullif(left(trim(regexp_replace(lower(regexp_replace(v, '([a-z0-9])([A-Z])', '\1_\2', 'g')),
                                     '[^a-z0-9_]+', '_', 'g'), '_'), 64), '');
@@ -426,6 +438,8 @@ CREATE OR REPLACE TEMP TABLE peer_spans AS
 WITH candidates AS (
     SELECT trace_id, span_id, parent_span_id, name, status_code, error_type, coalesce(raised, false) AS raised,
            conversation_id, start_time_unix_nano, end_time_unix_nano, attribute_keys, attribute_values,
+           attribute_values[list_position(attribute_keys, 'error.type')] IS NULL AND error_type IS NOT NULL
+               AS error_type_from_event,
            peer_plain(attribute_values[list_position(attribute_keys, 'gen_ai.operation.name')]) AS m_genai,
            peer_plain(attribute_values[list_position(attribute_keys, 'openinference.span.kind')]) AS m_openinference,
            peer_plain(attribute_values[list_position(attribute_keys, 'traceloop.span.kind')]) AS m_traceloop,
@@ -440,6 +454,7 @@ WITH candidates AS (
     -- Spans only a selector can make tool calls (no marker key, no code.function): only when one is given.
     SELECT trace_id, span_id, parent_span_id, name, status_code, error_type, coalesce(raised, false) AS raised,
            conversation_id, start_time_unix_nano, end_time_unix_nano, attribute_keys, attribute_values,
+           attribute_values[list_position(attribute_keys, 'error.type')] IS NULL AND error_type IS NOT NULL,
            NULL, NULL, NULL, NULL, NULL, NULL
     FROM spans_base
     WHERE coalesce(getvariable('tool_span_selectors'), 0) > 0 AND transport IS NULL
@@ -583,6 +598,8 @@ SELECT
         AS transport,
     CASE WHEN status_code = 'error' OR error_type IS NOT NULL OR tool_status = 'error' OR raised
          THEN coalesce(peer_token(error_type), 'error') ELSE nullif(split_part(verdict, ':', 2), '') END AS outcome,
+    CASE WHEN call_format IS NULL OR error_type IS NULL THEN NULL WHEN error_type_from_event THEN 'exception event'
+         ELSE 'error.type' END AS error_type_source,
     CASE WHEN call_format IS NULL THEN NULL WHEN result_text IS NULL OR result_text = '' THEN 'absent'
          ELSE split_part(verdict, ':', 1) END AS result_status,
     nullif(split_part(args, ':', 1), '') AS arguments_status,
@@ -601,6 +618,7 @@ FROM judged;
 -- (around_ours; observe_tool_spans skips it the same way), and the view leaves its tool_name
 -- (gen_ai.tool.name, read for every span) empty so the call is not counted twice.
 UPDATE peer_spans SET is_tool_call = false, around_ours = true, tool_name = NULL, transport = NULL, outcome = NULL,
+                      error_type_source = NULL,
                       run_id = NULL, agent_id = NULL, call_id = NULL, tool_kind = NULL, tool_kind_source = NULL,
                       result_status = NULL, arguments_hash = NULL, arguments_keyed = false, arguments_shown = NULL,
                       result_shown = NULL
@@ -691,7 +709,8 @@ WHERE peer_spans.trace_id = workflows.trace_id AND peer_spans.span_id = workflow
 -- call) fills only what its span left empty: tool_name, run_id (the format's conversation or
 -- session id, OpenLLMetry's workflow span, else the trace id), agent_id, transport (error when the status is ERROR, error.type
 -- is set, gen_ai.tool.status is error or the span recorded an exception event), readback ('unknown': nothing read the state back),
--- outcome (from the recorded result; a transport error gives error.type's token or 'error') and
+-- outcome (from the recorded result; a transport error gives the error type's token, error.type's
+-- or else the first exception event's exception.type, or 'error') and
 -- the kind. `tool_kind` is filled where the attributes decide it, else for a peer tool call from
 -- its name and then its arguments; `tool_kind_source` says where it came from: 'recorded',
 -- 'inferred' (the span's attributes), 'inferred_from_name', 'inferred_from_arguments',

@@ -748,3 +748,14 @@ COLUMN_VERDICT_BASIS: Final = "verdict_basis"
 QUESTION_RETRY_TAX: Final = "retry_tax"
 RETRY_TAX_WINDOW_SECONDS: Final = 1.0
 """A retry within this long of an error that gave no retry-after counts as immediate."""
+
+# --- OpenTelemetry exception events (semantic conventions): what forensics reads of them ------
+EXCEPTION_EVENT: Final = "exception"
+"""The name of the span event a tracer records for an exception (``span.record_exception``)."""
+EXCEPTION_TYPE: Final = "exception.type"
+"""The exception event's attribute naming the exception's type: forensics takes the first
+exception event's as a span's error type where the span has no ``error.type``."""
+ERROR_TYPE_FROM_EVENT: Final = "exception event"
+"""``error_type_source`` of a peer tool call whose error type came from its exception event."""
+ERROR_TYPE_FROM_ATTRIBUTE: Final = ERROR_TYPE
+"""``error_type_source`` of a peer tool call whose error type is its ``error.type`` attribute."""

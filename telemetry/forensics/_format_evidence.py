@@ -5,7 +5,7 @@ once per connection, for the evidence section of every report: per format the sp
 tool calls recognised, the calls without a recorded result (and the setting that turns content
 capture on for that format), results skipped as too large or malformed, what was inferred and
 from what (the run from a session id, the kind from the name, the call id from the parent LLM
-span), the spans not understood and why, and what the format can never tell. Spans that look
+span, the error type from the exception event), the spans not understood and why, and what the format can never tell. Spans that look
 like function spans (``code.function``) but that no format marks and no ``--tool-spans``
 selected are counted, with how to select them.
 
@@ -47,7 +47,8 @@ SELECT span_format,
        count(*) FILTER (WHERE is_tool_call AND call_id_source = 'parent LLM span') AS call_id_from_parent,
        count(*) FILTER (WHERE function_span AND NOT is_tool_call) AS function_spans,
        count(*) FILTER (WHERE around_ours) AS around_ours,
-       count(*) FILTER (WHERE is_tool_call AND call_id IS NULL) AS without_call_id
+       count(*) FILTER (WHERE is_tool_call AND call_id IS NULL) AS without_call_id,
+       count(*) FILTER (WHERE is_tool_call AND error_type_source = $from_event) AS error_type_from_event
 FROM peer_spans
 GROUP BY span_format ORDER BY span_format NULLS LAST
 """
@@ -206,7 +207,7 @@ def gather_formats(con: duckdb.DuckDBPyConnection, shape_failures: int = 0,
     out = FormatEvidence(shape_failures=shape_failures)
     if ours:
         out.formats[c.FORMAT_OURS] = FormatCounts(c.FORMAT_OURS, spans=int(ours), tool_calls=int(ours))
-    result = con.execute(_PEER_SQL)
+    result = con.execute(_PEER_SQL, {"from_event": c.ERROR_TYPE_FROM_EVENT})
     columns = [d[0] for d in result.description]
     for row in result.fetchall():
         v = dict(zip(columns, row))
@@ -225,6 +226,8 @@ def gather_formats(con: duckdb.DuckDBPyConnection, shape_failures: int = 0,
             f.inferred["tool name from the span name"] = int(v["named_from_span"])
         if v["call_id_from_parent"]:
             f.inferred["call id from the parent LLM span"] = int(v["call_id_from_parent"])
+        if v["error_type_from_event"]:
+            f.inferred["error type from the exception event"] = int(v["error_type_from_event"])
     for name, reason, n in _count(con, _NOT_UNDERSTOOD_SQL):
         out.formats.setdefault(str(name), FormatCounts(str(name))).not_understood[str(reason)] = int(n)
     for name, source, n in _count(con, _RUNS_SQL):

@@ -88,6 +88,9 @@ GROUP BY TraceId
 COLUMNS = ["Timestamp", "TraceId", "SpanId", "ParentSpanId", "TraceState", "SpanName", "SpanKind",
            "ServiceName", "ResourceAttributes", "ScopeName", "ScopeVersion", "SpanAttributes", "Duration",
            "StatusCode", "StatusMessage"]
+EVENT_COLUMNS = ["EventTimes", "EventNames", "EventAttributes"]
+"""The staging columns a row's events travel in (times as text), after :data:`COLUMNS`; the
+insert writes them into the Nested ``Events`` columns as the exporter does."""
 
 _KINDS = ["Unspecified", "Internal", "Server", "Client", "Producer", "Consumer"]
 _STATUSES = ["Unset", "Ok", "Error"]
@@ -145,7 +148,8 @@ def _code(value: Any, enum: dict[str, int]) -> int:
 
 
 def exporter_rows(lines: Iterable[str], *, old_spellings: bool = False) -> Iterator[list[Any]]:
-    """One ``otel_traces`` row (in :data:`COLUMNS` order, Timestamp as ns) per span of ``lines``."""
+    """One ``otel_traces`` row (in :data:`COLUMNS` order, Timestamp as ns, then the span's events in
+    :data:`EVENT_COLUMNS` order, attribute values as ``AsString``) per span of ``lines``."""
     for line in lines:
         data = json.loads(line)
         for rs in data["resourceSpans"]:
@@ -166,6 +170,10 @@ def exporter_rows(lines: Iterable[str], *, old_spellings: bool = False) -> Itera
                         end - start,
                         ("STATUS_CODE_" + _STATUSES[status].upper()) if old_spellings else _STATUSES[status],
                         span.get("status", {}).get("message", ""),
+                        [_ns_text(int(e["timeUnixNano"])) for e in span.get("events", [])],
+                        [e["name"] for e in span.get("events", [])],
+                        [{a["key"]: as_string(a["value"]) for a in e.get("attributes", [])}
+                         for e in span.get("events", [])],
                     ]
 
 
@@ -185,10 +193,12 @@ def shifted_lines(lines: Iterable[str], shift_ns: int) -> list[str]:
 
 def insert_rows(client: Any, rows: list[list[Any]], database: str = "otel", table: str = "otel_traces") -> None:
     """Insert exporter rows through clickhouse-connect (Timestamp converted from ns exactly)."""
-    staged = [[_ns_text(r[0])] + r[1:] for r in rows]
-    client.insert(f"{database}.{table}_staging", staged, column_names=["TimestampText"] + COLUMNS[1:])
-    client.command(f"INSERT INTO {database}.{table} ({', '.join(COLUMNS)}) SELECT "
-                   f"toDateTime64(TimestampText, 9, 'UTC'), {', '.join(COLUMNS[1:])} FROM {database}.{table}_staging")
+    staged = [[_ns_text(r[0])] + r[1:] + ([[], [], []] if len(r) == len(COLUMNS) else []) for r in rows]
+    client.insert(f"{database}.{table}_staging", staged, column_names=["TimestampText"] + COLUMNS[1:] + EVENT_COLUMNS)
+    client.command(f"INSERT INTO {database}.{table} ({', '.join(COLUMNS)}, `Events.Timestamp`, `Events.Name`, "
+                   f"`Events.Attributes`) SELECT toDateTime64(TimestampText, 9, 'UTC'), {', '.join(COLUMNS[1:])}, "
+                   f"arrayMap(t -> toDateTime64(t, 9, 'UTC'), EventTimes), EventNames, EventAttributes "
+                   f"FROM {database}.{table}_staging")
     client.command(f"TRUNCATE TABLE {database}.{table}_staging")
 
 
@@ -205,7 +215,8 @@ def create(client: Any, database: str = "otel", table: str = "otel_traces", *, l
                    "TraceId String, SpanId String, ParentSpanId String, TraceState String, SpanName String, "
                    "SpanKind String, ServiceName String, ResourceAttributes Map(String, String), ScopeName String, "
                    "ScopeVersion String, SpanAttributes Map(String, String), Duration UInt64, StatusCode String, "
-                   "StatusMessage String) ENGINE = Memory")
+                   "StatusMessage String, EventTimes Array(String), EventNames Array(String), "
+                   "EventAttributes Array(Map(String, String))) ENGINE = Memory")
 
 
 def _ns_text(ns: int) -> str:

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 __all__ = [
-    "FIXTURES", "FORMATS", "Format", "Outcome", "generate", "missing_packages", "stabilise", "write_fixtures",
+    "EXTRA", "FIXTURES", "FORMATS", "Format", "Outcome", "generate", "missing_packages", "stabilise", "write_fixtures",
 ]
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -61,6 +61,11 @@ FORMATS: dict[str, Format] = {f.name: f for f in (
     Format("mlflow", "tests.peers.mlflow_tracing", ("mlflow.tracing", "openai", "httpx"), "mlflow-tracing openai"),
     Format("mlflow_genai", "tests.peers.mlflow_genai_semconv", ("mlflow.tracing", "openai", "httpx"), "mlflow-tracing openai"),
 )}
+
+EXTRA: dict[str, Format] = {f.name: f for f in (
+    Format("openllmetry_raising", "tests.peers.openllmetry_raising", ("traceloop.sdk",), "traceloop-sdk"),
+)}
+"""Other stories, not the payments story: a tool that raises (tests/forensics/test_forensics_exception_type.py)."""
 
 # Nothing that any of these libraries might phone home with, even where the story already gives
 # it no key or endpoint.
@@ -175,7 +180,7 @@ def _guard_network(record: Path) -> None:
 
 def _run_one(name: str, path: Path) -> None:
     _guard_network(path.with_name(path.name + ".network"))
-    module = importlib.import_module(FORMATS[name].module)
+    module = importlib.import_module({**FORMATS, **EXTRA}[name].module)
     module.write_story(path)
 
 

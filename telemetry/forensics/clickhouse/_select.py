@@ -85,6 +85,7 @@ REQUIRED_COLUMNS: dict[str, tuple[str, ...]] = {
     "StatusCode": ("String",),
     "StatusMessage": ("String",),
     "Events.Name": ("Array(String)",),
+    "Events.Attributes": ("Array(Map(String, String))",),
 }
 """The ``otel_traces`` columns read and the types accepted (``LowCardinality`` aside): those the
 Collector's clickhouseexporter creates."""
@@ -284,11 +285,17 @@ def spans_select(database: str, table: str, window: ReadWindow, limit: int, *, l
     # LLM span of a trace with a chosen OpenInference tool span is read.
     kind = f"SpanAttributes[{bind(c.OPENINFERENCE_SPAN_KIND, 'String')}]"
     asking = f"has({bind(list(_spelled(c.OPENINFERENCE_KIND_LLM)), 'Array(String)')}, {kind})"
+    exception = bind(c.EXCEPTION_EVENT, "String")
+    exception_type = bind(c.EXCEPTION_TYPE, "String")
     oi_tool = f"has({bind(list(_spelled(c.OPENINFERENCE_KIND_TOOL)), 'Array(String)')}, {kind})"
     sql = f"""WITH
     {picked},
     {kept} AS kept,
-    toUInt64(arraySum(arrayMap(v -> length(v), mapValues(kept)))) AS attribute_bytes,
+    indexOf(`Events.Name`, {exception}) AS exception_at,
+    if(exception_at > 0 AND mapContains(`Events.Attributes`[exception_at], {exception_type}),
+       `Events.Attributes`[exception_at][{exception_type}], NULL) AS exception_type_found,
+    toUInt64(arraySum(arrayMap(v -> length(v), mapValues(kept))) + ifNull(length(exception_type_found), 0))
+        AS attribute_bytes,
     if({fits}, CAST(mapKeys(kept) AS Array(String)), []) AS kept_keys,
     if({fits}, mapValues(kept), []) AS kept_values,
     hasAny(kept_keys, {arrays}) AS kept_arrays
@@ -300,7 +307,8 @@ SELECT
     toString({_spelling('SpanKind', KIND_SPELLINGS, bind)}) AS kind,
     toString({_spelling('StatusCode', STATUS_SPELLINGS, bind)}) AS status_code,
     toString(StatusMessage) AS status_message,
-    has(`Events.Name`, {bind('exception', 'String')}) AS raised,
+    exception_at > 0 AS raised,
+    if({fits}, exception_type_found, NULL) AS exception_type,
     toString(toUnixTimestamp64Nano(Timestamp)) AS start_time_unix_nano,
     toString(toInt128(toUnixTimestamp64Nano(Timestamp)) + toInt128(Duration)) AS end_time_unix_nano,
     toString(ServiceName) AS service_name,

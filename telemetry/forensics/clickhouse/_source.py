@@ -57,6 +57,11 @@ _CHECKED = "clickhouse_checked_rows"
 LISTED_BAD_ROWS = 20
 """How many bad rows a refusal or the evidence names (all are counted)."""
 
+_EVENT_ATTRIBUTE = ("STRUCT(key VARCHAR, value STRUCT(stringValue VARCHAR, boolValue VARCHAR, intValue VARCHAR, "
+                    "doubleValue VARCHAR))")
+"""An event attribute as the JSON-lines path parses it (``spans.sql``): the exception event a row
+brings carries only its ``exception.type`` (the first exception event's, fetched by the select)."""
+
 _TYPED_SQL = f"""
 CREATE OR REPLACE TABLE {SPANS_LOADED} AS
 WITH keyed AS (
@@ -69,8 +74,13 @@ WITH keyed AS (
         {{'traceId': trace_id, 'spanId': span_id, 'parentSpanId': parent_span_id, 'name': name, 'kind': kind,
           'status': {{'code': status_code, 'message': status_message}},
           'startTimeUnixNano': start_time_unix_nano, 'endTimeUnixNano': end_time_unix_nano,
-          'events': CASE WHEN raised THEN [{{'name': 'exception'}}]
-                         ELSE CAST([] AS STRUCT(name VARCHAR)[]) END}} AS s,
+          'events': CASE WHEN raised THEN [{{'name': CAST($exception AS VARCHAR), 'attributes':
+                             CASE WHEN exception_type IS NULL THEN CAST([] AS {_EVENT_ATTRIBUTE}[])
+                                  ELSE [{{'key': CAST($exception_type AS VARCHAR),
+                                          'value': {{'stringValue': exception_type, 'boolValue': NULL::VARCHAR,
+                                                    'intValue': NULL::VARCHAR, 'doubleValue': NULL::VARCHAR}}}}]
+                             END}}]
+                         ELSE CAST([] AS STRUCT(name VARCHAR, attributes {_EVENT_ATTRIBUTE}[])[]) END}} AS s,
         CAST(attribute_keys AS VARCHAR[]) AS attribute_keys,
         CAST(attribute_values AS VARCHAR[]) AS attribute_values,
         CASE WHEN len(attribute_arrays) = 0 THEN list_resize(CAST([] AS VARCHAR[][]), len(attribute_keys))
@@ -176,8 +186,8 @@ def _empty_batch() -> Any:
 
     text, texts = pa.string(), pa.list_(pa.string())
     fields = [("trace_id", text), ("span_id", text), ("parent_span_id", text), ("name", text), ("kind", text),
-              ("status_code", text), ("status_message", text), ("raised", pa.bool_()), ("start_time_unix_nano", text),
-              ("end_time_unix_nano", text), ("service_name", text), ("scope_name", text),
+              ("status_code", text), ("status_message", text), ("raised", pa.bool_()), ("exception_type", text),
+              ("start_time_unix_nano", text), ("end_time_unix_nano", text), ("service_name", text), ("scope_name", text),
               ("scope_version", text), ("attribute_bytes", pa.uint64()), ("attribute_keys", texts),
               ("attribute_values", texts), ("attribute_arrays", pa.list_(texts))]
     return pa.RecordBatch.from_pylist([], schema=pa.schema(fields))
@@ -226,7 +236,8 @@ def load_clickhouse(
             con.register(_STREAM, reader)
             try:
                 con.execute(_TYPED_SQL, {"source": connection.label, "service_key": c.SERVICE_NAME,
-                                         "max_row_bytes": MAX_ROW_BYTES}).fetchall()
+                                         "max_row_bytes": MAX_ROW_BYTES, "exception": c.EXCEPTION_EVENT,
+                                         "exception_type": c.EXCEPTION_TYPE}).fetchall()
             except duckdb.Error as exc:
                 if counted.failure is None and not counted.over:
                     raise ClickHouseInputError(f"the spans from {where} could not be read: {exc}") from None
