@@ -68,6 +68,7 @@ import logging
 import re
 import threading
 import time
+from bisect import bisect_left
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, NamedTuple
@@ -99,6 +100,9 @@ _REMEMBERED_PARENTS = 4096
 _OUTCOME_CODE = re.compile(r"[a-z][a-z0-9_]{0,63}")
 _EMPTY: Mapping[str, Any] = {}
 _tool_format = _peer_spans.tool_format
+_FIVE = _peer_spans.FIVE
+if _FIVE is not None:
+    (_M0, _V0, _F0), (_M1, _, _), (_M2, _, _), (_M3, _, _), (_M4, _, _) = _FIVE
 _PLANS_KEPT = 4096
 """Count plans (the children one kind of call increments) kept per metrics; past that they start over."""
 
@@ -106,12 +110,9 @@ _PLANS_KEPT = 4096
 class _Plan(NamedTuple):
     """The metric children one kind of call increments: tool, transport, outcome label and masked fixed.
 
-    ``exemplar``: the calls counted carry their trace id (the failed ones). ``keep_exemplars``:
-    how each child keeps one once it is counted. prometheus-client's ``inc(1, exemplar)``
-    checks the exemplar's label name and length on every call; ours is always the same valid
-    name and 32 hex digits, so it is made once per span and handed to the child's value, as
-    ``inc`` itself does after its checks. None when the client keeps exemplars some other way
-    (then ``inc(1, exemplar)`` does it; tests/foundation/test_observe.py fails loudly if so).
+    ``exemplar``: the calls counted carry their trace id (the failed ones). ``direct``: the
+    values behind the children, counted straight (:class:`_Direct`); None when the client keeps
+    them some other way (then the public ``inc(1, exemplar)`` and ``observe`` serve).
     """
 
     calls: Any
@@ -120,12 +121,61 @@ class _Plan(NamedTuple):
     refused: Any
     stale_sends: Any
     exemplar: bool
-    keep_exemplars: tuple[Callable[[Exemplar], None], ...] | None
+    direct: _Direct | None
+
+
+class _Direct(NamedTuple):
+    """The values behind a plan's children, added to straight (what ``inc`` and ``observe`` do after their checks).
+
+    prometheus-client's ``Counter.inc`` checks that the child is observable and the amount not
+    negative, and ``Histogram.observe`` walks its bucket bounds in a Python loop, on every call;
+    ours are always children made by ``labels``, amounts of 1 and a duration, so the values' own
+    ``inc`` is called and the bucket is found by bisecting the same bounds (the first bound not
+    below the amount, the one ``observe``'s loop picks). ``keep_exemplars``: how the calls and
+    masked children keep an exemplar: ``inc(1, exemplar)`` checks the exemplar's label name and
+    length on every call; ours is always the same valid name and 32 hex digits, so it is made
+    once per span and handed to the values, as ``inc`` itself does after its checks. None when
+    a client release keeps values or exemplars some other way: then the public methods serve
+    (tests/foundation/test_observe.py fails loudly if so).
+    """
+
+    calls: Callable[[float], None]
+    masked: Callable[[float], None] | None
+    duration_sum: Callable[[float], None]
+    bounds: tuple[float, ...]
+    buckets: tuple[Callable[[float], None], ...]
+    keep_exemplars: tuple[Callable[[Exemplar], None], Callable[[Exemplar], None]]
 
 
 def _exemplar_keeper(child: Any) -> Callable[[Exemplar], None] | None:
     keep = getattr(getattr(child, "_value", None), "set_exemplar", None)
     return keep if callable(keep) else None
+
+
+def _value_inc(child: Any) -> Callable[[float], None] | None:
+    inc = getattr(getattr(child, "_value", None), "inc", None)
+    return inc if callable(inc) else None
+
+
+def _direct(calls: Any, masked: Any, duration: Any) -> _Direct | None:
+    """The values behind these children (see :class:`_Direct`), or None when any is not where it was."""
+    keep_calls = _exemplar_keeper(calls)
+    keep_masked = _exemplar_keeper(masked) if masked is not None else keep_calls
+    if keep_calls is None or keep_masked is None:
+        return None
+    calls_inc = _value_inc(calls)
+    masked_inc = _value_inc(masked) if masked is not None else None
+    sum_inc = getattr(getattr(duration, "_sum", None), "inc", None)
+    bounds = getattr(duration, "_upper_bounds", None)
+    buckets = getattr(duration, "_buckets", None)
+    if calls_inc is None or (masked is not None and masked_inc is None) or not callable(sum_inc):
+        return None
+    if not isinstance(bounds, list) or not isinstance(buckets, list) or not bounds or len(bounds) != len(buckets):
+        return None
+    incs = tuple(getattr(bucket, "inc", None) for bucket in buckets)
+    if bounds[-1] != float("inf") or not all(callable(inc) for inc in incs):
+        return None
+    return _Direct(calls_inc, masked_inc, sum_inc, tuple(bounds), incs, (keep_calls, keep_masked))  # type: ignore[arg-type]
 
 
 def _labelable(name: Any) -> bool:
@@ -174,7 +224,27 @@ class ToolSpanObserver(SpanProcessor):
                 attributes = span._attributes._dict  # type: ignore[union-attr]
             except AttributeError:
                 attributes = span.attributes or _EMPTY
-            fmt = _tool_format(attributes)
+            if _FIVE is None:
+                fmt = _tool_format(attributes)
+            else:
+                # The first marker read here, not in a call: most spans end with no marker at
+                # all, or with the GenAI marker naming another operation (chat) and no other
+                # marker; both are turned away by these lookups. Anything else (a tool's marker
+                # value, a JSON-encoded value, another format's marker) is _tool_format's to decide.
+                get = attributes.get
+                found = get(_M0)
+                if found is not None and found == _V0:
+                    fmt = _F0
+                elif (
+                    (found is None or (type(found) is str and found[:1] != '"'))
+                    and get(_M1) is None
+                    and get(_M2) is None
+                    and get(_M3) is None
+                    and get(_M4) is None
+                ):
+                    return
+                else:
+                    fmt = _tool_format(attributes)
             if fmt is None or self._closed:
                 return
             self._observe(span, attributes, fmt)
@@ -245,21 +315,28 @@ class ToolSpanObserver(SpanProcessor):
                 if known[0] != trace_id:
                     known = self._trace_hex = (trace_id, format(trace_id, "032x"))
                 exemplar = {c.EXEMPLAR_TRACE_ID: known[1]}
-        keep = plan.keep_exemplars
-        if exemplar is None or keep is None:
+        direct = plan.direct
+        start, end = span.start_time, span.end_time
+        if direct is not None:
+            direct.calls(1)
+            if direct.masked is not None:
+                direct.masked(1)
+            if exemplar is not None:
+                kept = Exemplar(exemplar, 1, time.time())
+                keep = direct.keep_exemplars
+                keep[0](kept)
+                if direct.masked is not None:
+                    keep[1](kept)
+            if start is not None and end is not None and end >= start:
+                seconds = (end - start) / 1e9
+                direct.duration_sum(seconds)
+                direct.buckets[bisect_left(direct.bounds, seconds)](1)
+        else:
             plan.calls.inc(1, exemplar)
             if plan.masked is not None:
                 plan.masked.inc(1, exemplar)
-        else:
-            kept = Exemplar(exemplar, 1, time.time())
-            plan.calls.inc()
-            keep[0](kept)
-            if plan.masked is not None:
-                plan.masked.inc()
-                keep[1](kept)
-        start, end = span.start_time, span.end_time
-        if start is not None and end is not None and end >= start:
-            plan.duration.observe((end - start) / 1e9)
+            if start is not None and end is not None and end >= start:
+                plan.duration.observe((end - start) / 1e9)
         if plan.refused is not None:
             plan.refused.inc()
             if plan.stale_sends is not None:
@@ -273,15 +350,15 @@ class ToolSpanObserver(SpanProcessor):
         refused = outcome in c.REFUSAL_OUTCOMES
         calls = child(metrics.calls, tool, transport, c.READBACK_UNKNOWN, label)
         masked_child = child(metrics.masked, tool, label) if masked else None
-        keepers = (_exemplar_keeper(calls), _exemplar_keeper(masked_child) if masked else _exemplar_keeper(calls))
+        duration = child(metrics.duration, tool)
         return _Plan(
             calls=calls,
-            duration=child(metrics.duration, tool),
+            duration=duration,
             masked=masked_child,
             refused=child(metrics.rejected, tool, outcome) if refused else None,
             stale_sends=child(metrics.stale_sends, tool) if refused and outcome == c.OUTCOME_STALE_POLICY else None,
             exemplar=outcome != c.OUTCOME_OK or transport != c.TRANSPORT_OK,
-            keep_exemplars=None if keepers[0] is None or keepers[1] is None else (keepers[0], keepers[1]),
+            direct=_direct(calls, masked_child, duration),
         )
 
     # --- bounds, memory, logging -------------------------------------------------------------

@@ -18,7 +18,7 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind, Status, StatusCode
-from prometheus_client import CollectorRegistry
+from prometheus_client import CollectorRegistry, Histogram
 
 import telemetry
 from telemetry import conventions as c
@@ -217,6 +217,37 @@ def test_prometheus_client_still_keeps_an_exemplar_on_the_childs_value() -> None
     assert metrics is not None
     for child in (metrics.calls.labels("t", "ok", "unknown", "ok"), metrics.masked.labels("t", "quota_exceeded")):
         assert callable(child._value.set_exemplar)
+
+
+
+def test_durations_fall_in_the_buckets_observe_picks_and_counts_match_the_public_methods() -> None:
+    """The observer adds to the children's values straight and bisects the histogram's bounds;
+    every duration (a bound exactly, just past one, zero, past the last) lands where
+    ``Histogram.observe`` puts it, and the direct path is the one taken (fail loudly if a
+    prometheus-client release moves the values: the observer then falls back, only slower)."""
+    observer = observe_tool_spans(registry=CollectorRegistry(), outcomes=["quota_exceeded"])
+    assert observer.metrics is not None
+    provider = TracerProvider()
+    provider.add_span_processor(observer)
+    tracer = provider.get_tracer("a-peer")
+    reference = CollectorRegistry()
+    bounds = tuple(observer.metrics.duration.labels("t")._upper_bounds[:-1])
+    expected = Histogram("reference_seconds", "the same buckets", registry=reference, buckets=bounds)
+    nanos = [0, 1, 5_000_000, 5_000_001, 30_000_000_000, 30_000_000_001, 250_000_000, 7]
+    for i, elapsed in enumerate(nanos):
+        name, attrs = peer_attributes(c.FORMAT_GENAI, "charge", json.dumps(QUOTA if i % 2 else {"ok": True}))
+        tracer.start_span(name, attributes=attrs, start_time=10**18).end(end_time=10**18 + elapsed)
+        expected.observe(elapsed / 1e9)
+    got = {(s.name.removeprefix(c.METRIC_TOOL_CALL_DURATION), s.labels.get("le")): s.value
+           for s in observer.metrics.duration.collect()[0].samples if not s.name.endswith("_created")}
+    want = {(s.name.removeprefix("reference_seconds"), s.labels.get("le")): s.value
+            for s in expected.collect()[0].samples if not s.name.endswith("_created")}
+    assert got == want
+    assert all(plan.direct is not None for plan in observer._plans[1].values())
+    registry = observer.metrics.registry
+    assert registry.get_sample_value(c.METRIC_TOOL_CALLS_TOTAL, {c.LABEL_TOOL: "charge", c.LABEL_TRANSPORT: c.TRANSPORT_OK,
+                                     c.LABEL_READBACK: c.READBACK_UNKNOWN, c.LABEL_OUTCOME: "quota_exceeded"}) == 4
+    assert registry.get_sample_value(c.METRIC_MASKED_FAILURES_TOTAL, {c.LABEL_TOOL: "charge", c.LABEL_OUTCOME: "quota_exceeded"}) == 4
 
 
 # --- results that cannot be judged -----------------------------------------------------------
