@@ -70,7 +70,7 @@ import threading
 import time
 from bisect import bisect_left
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any, NamedTuple
 
 from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor
@@ -84,6 +84,7 @@ from ..exceptions import ConfigurationError
 from . import _active as _state
 from . import _containment as _safe
 from . import _peer_spans
+from ._metric_values import DirectValues, direct_values
 from ._metrics import ToolMetrics
 
 __all__ = ["DEFAULT_MAX_TOOLS", "MAX_TOOL_LABEL_LENGTH", "ToolSpanObserver", "observe_tool_spans"]
@@ -111,7 +112,7 @@ class _Plan(NamedTuple):
     """The metric children one kind of call increments: tool, transport, outcome label and masked fixed.
 
     ``exemplar``: the calls counted carry their trace id (the failed ones). ``direct``: the
-    values behind the children, counted straight (:class:`_Direct`); None when the client keeps
+    values behind the children, counted straight (:class:`~telemetry.runtime._metric_values.DirectValues`); None when the client keeps
     them some other way (then the public ``inc(1, exemplar)`` and ``observe`` serve).
     """
 
@@ -121,61 +122,7 @@ class _Plan(NamedTuple):
     refused: Any
     stale_sends: Any
     exemplar: bool
-    direct: _Direct | None
-
-
-class _Direct(NamedTuple):
-    """The values behind a plan's children, added to straight (what ``inc`` and ``observe`` do after their checks).
-
-    prometheus-client's ``Counter.inc`` checks that the child is observable and the amount not
-    negative, and ``Histogram.observe`` walks its bucket bounds in a Python loop, on every call;
-    ours are always children made by ``labels``, amounts of 1 and a duration, so the values' own
-    ``inc`` is called and the bucket is found by bisecting the same bounds (the first bound not
-    below the amount, the one ``observe``'s loop picks). ``keep_exemplars``: how the calls and
-    masked children keep an exemplar: ``inc(1, exemplar)`` checks the exemplar's label name and
-    length on every call; ours is always the same valid name and 32 hex digits, so it is made
-    once per span and handed to the values, as ``inc`` itself does after its checks. None when
-    a client release keeps values or exemplars some other way: then the public methods serve
-    (tests/foundation/test_observe.py fails loudly if so).
-    """
-
-    calls: Callable[[float], None]
-    masked: Callable[[float], None] | None
-    duration_sum: Callable[[float], None]
-    bounds: tuple[float, ...]
-    buckets: tuple[Callable[[float], None], ...]
-    keep_exemplars: tuple[Callable[[Exemplar], None], Callable[[Exemplar], None]]
-
-
-def _exemplar_keeper(child: Any) -> Callable[[Exemplar], None] | None:
-    keep = getattr(getattr(child, "_value", None), "set_exemplar", None)
-    return keep if callable(keep) else None
-
-
-def _value_inc(child: Any) -> Callable[[float], None] | None:
-    inc = getattr(getattr(child, "_value", None), "inc", None)
-    return inc if callable(inc) else None
-
-
-def _direct(calls: Any, masked: Any, duration: Any) -> _Direct | None:
-    """The values behind these children (see :class:`_Direct`), or None when any is not where it was."""
-    keep_calls = _exemplar_keeper(calls)
-    keep_masked = _exemplar_keeper(masked) if masked is not None else keep_calls
-    if keep_calls is None or keep_masked is None:
-        return None
-    calls_inc = _value_inc(calls)
-    masked_inc = _value_inc(masked) if masked is not None else None
-    sum_inc = getattr(getattr(duration, "_sum", None), "inc", None)
-    bounds = getattr(duration, "_upper_bounds", None)
-    buckets = getattr(duration, "_buckets", None)
-    if calls_inc is None or (masked is not None and masked_inc is None) or not callable(sum_inc):
-        return None
-    if not isinstance(bounds, list) or not isinstance(buckets, list) or not bounds or len(bounds) != len(buckets):
-        return None
-    incs = tuple(getattr(bucket, "inc", None) for bucket in buckets)
-    if bounds[-1] != float("inf") or not all(callable(inc) for inc in incs):
-        return None
-    return _Direct(calls_inc, masked_inc, sum_inc, tuple(bounds), incs, (keep_calls, keep_masked))  # type: ignore[arg-type]
+    direct: DirectValues | None
 
 
 def _labelable(name: Any) -> bool:
@@ -358,7 +305,7 @@ class ToolSpanObserver(SpanProcessor):
             refused=child(metrics.rejected, tool, outcome) if refused else None,
             stale_sends=child(metrics.stale_sends, tool) if refused and outcome == c.OUTCOME_STALE_POLICY else None,
             exemplar=outcome != c.OUTCOME_OK or transport != c.TRANSPORT_OK,
-            direct=_direct(calls, masked_child, duration),
+            direct=direct_values(calls, masked_child, duration),
         )
 
     # --- bounds, memory, logging -------------------------------------------------------------

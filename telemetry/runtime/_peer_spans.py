@@ -107,6 +107,10 @@ else:  # a format was added to telemetry._span_formats: the loop serves until th
     tool_format = _tool_format_any
 
 
+_NOT_MASKED = frozenset({c.OUTCOME_FORCED}) | c.PAUSED_OUTCOMES
+"""Outcomes other than ok that a green status does not hide: an operator's force, a pause."""
+
+
 def _raised(span: ReadableSpan) -> bool:
     """Whether the span carries an ``exception`` event (the SDK's own list, not a copy, when it can)."""
     try:
@@ -174,7 +178,7 @@ def read(
             name,
             c.TRANSPORT_ERROR if transport_error else verdict.transport,
             verdict.outcome,
-            not status_error and verdict.outcome != c.OUTCOME_FORCED,  # as queries/masked_failures.sql
+            not status_error and verdict.outcome not in _NOT_MASKED,  # as queries/masked_failures.sql
             recorded.status,
             True,
         )

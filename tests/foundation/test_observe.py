@@ -497,3 +497,12 @@ def test_the_sdk_still_keeps_a_plain_dict_behind_span_attributes() -> None:
     found.observer.on_end(ReadableSpan(name="execute_tool charge", attributes=attrs))
     assert found.masked("charge", c.OUTCOME_OTHER) == 2
     found.provider.shutdown()
+
+
+@pytest.mark.parametrize("outcome", sorted(c.PAUSED_OUTCOMES))
+def test_a_paused_call_shown_green_is_counted_but_not_masked(peer: Peer, outcome: str) -> None:
+    """A call that paused for a human or for later is not a failure the status hides, as in
+    queries/masked_failures.sql: counted with its outcome, never as a masked failure."""
+    peer.call(c.FORMAT_GENAI, "refund", {"ok": False, "error": outcome})
+    assert peer.calls("refund", c.TRANSPORT_OK, outcome) == 1
+    assert peer.masked("refund", outcome) == 0
