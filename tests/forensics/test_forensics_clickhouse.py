@@ -36,6 +36,18 @@ def client_for(chdb_dir: Path) -> Any:
     return clickhouse_connect.get_client(dsn=f"chdb://{chdb_dir}")
 
 
+def load_exported(chdb_dir: Path, database: str, lines: list[str]) -> None:
+    """Create the exporter's tables in ``database`` and insert the OTLP JSON ``lines`` as its rows."""
+    from clickhouse_support import create, exporter_rows, insert_rows
+
+    client = client_for(chdb_dir)
+    try:
+        create(client, database)
+        insert_rows(client, list(exporter_rows(lines)), database)
+    finally:
+        client.close()
+
+
 @pytest.fixture(scope="module", autouse=True)
 def engine_kept_up(chdb_dir: Path) -> Iterator[None]:
     """One chDB connection held open for a module's tests (the other ClickHouse modules import it).

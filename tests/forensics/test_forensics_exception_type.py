@@ -27,9 +27,9 @@ from telemetry.exceptions import ForensicsInputError
 from telemetry.forensics import ingest, open_traces
 from telemetry.forensics.html import write_html
 
-from clickhouse_support import create, exporter_rows, insert_rows, shifted_lines, write_lines
+from clickhouse_support import shifted_lines, write_lines
 from forensics_builder import TraceBuilder, attrs, hex_id
-from test_forensics_clickhouse import SHIFT_NS, client_for, engine_kept_up, open_ch  # noqa: F401  (autouse fixture)
+from test_forensics_clickhouse import SHIFT_NS, engine_kept_up, load_exported, open_ch  # noqa: F401  (autouse fixture)
 
 _TOOL_SQL = ("SELECT tool_name, transport, outcome, error_type, span_format, status_code FROM spans "
              "WHERE tool_name IS NOT NULL ORDER BY start_time_unix_nano")
@@ -101,12 +101,7 @@ def test_json_lines_parquet_and_clickhouse_give_the_event_s_type(raised_file: Pa
                 for rs in json.loads(line)["resourceSpans"] for ss in rs["scopeSpans"] for s in ss["spans"])
     shift = time.time_ns() - 3600 * 10**9 - first  # an hour ago: inside the one-day window open_ch reads
     lines = shifted_lines(raised_file.read_text().splitlines(), shift)
-    client = client_for(chdb_dir)
-    try:
-        create(client, database)
-        insert_rows(client, list(exporter_rows(lines)), database)
-    finally:
-        client.close()
+    load_exported(chdb_dir, database, lines)
     with open_ch(chdb_dir, database) as ch, open_traces([write_lines(tmp_path / "same.jsonl", lines)]) as same:
         assert ch.connection.execute(_TOOL_SQL).fetchall() == expected
         assert same.connection.execute(_TOOL_SQL).fetchall() == expected
@@ -209,12 +204,7 @@ def test_a_hostile_exception_type_is_escaped_in_the_html_page(tmp_path: Path) ->
 @pytest.fixture
 def hostile_in_clickhouse(tmp_path: Path, chdb_dir: Path, database: str) -> Iterator[list[str]]:
     lines = shifted_lines(_hostile_lines(), SHIFT_NS)
-    client = client_for(chdb_dir)
-    try:
-        create(client, database)
-        insert_rows(client, list(exporter_rows(lines)), database)
-    finally:
-        client.close()
+    load_exported(chdb_dir, database, lines)
     yield lines
 
 

@@ -14,7 +14,7 @@ from telemetry import conventions as c
 from telemetry.forensics import open_traces
 
 from clickhouse_support import create, exporter_rows, insert_rows, shifted_lines, write_lines
-from test_forensics_clickhouse import SHIFT_NS, client_for, engine_kept_up, open_ch  # noqa: F401  (autouse fixture)
+from test_forensics_clickhouse import SHIFT_NS, client_for, engine_kept_up, load_exported, open_ch  # noqa: F401  (autouse fixture)
 
 
 @pytest.mark.parametrize("fmt", [f for f in FORMAT_NAMES if f not in (c.FORMAT_SELECTED, c.FORMAT_GENAI)])
@@ -23,12 +23,7 @@ def test_the_story_reads_the_same_from_clickhouse(fmt: str, tmp_path: Path, chdb
     real run's times, which no window of a test picks reliably, and logfire's needs --tool-spans
     keys a ClickHouse read does not fetch."""
     lines = shifted_lines(fixture(fmt).read_text(encoding="utf-8").splitlines(), SHIFT_NS)
-    client = client_for(chdb_dir)
-    try:
-        create(client, database)
-        insert_rows(client, list(exporter_rows(lines)), database)
-    finally:
-        client.close()
+    load_exported(chdb_dir, database, lines)
     path = write_lines(tmp_path / "peer.jsonl", lines)
     with open_ch(chdb_dir, database) as ch, open_traces([path]) as files:
         check_story(ch, fmt)
@@ -70,12 +65,7 @@ def test_openinference_call_ids_come_from_the_llm_spans_read_from_clickhouse(tmp
     """The LLM spans that asked for the calls are the tool spans' siblings (no parent of theirs):
     the read fetches them too, so each tool call has the call id the file gives it."""
     lines = shifted_lines(fixture(c.FORMAT_OPENINFERENCE).read_text(encoding="utf-8").splitlines(), SHIFT_NS)
-    client = client_for(chdb_dir)
-    try:
-        create(client, database)
-        insert_rows(client, list(exporter_rows(lines)), database)
-    finally:
-        client.close()
+    load_exported(chdb_dir, database, lines)
     sql = ("SELECT s.span_id, s.tool_call_id, p.call_id_source FROM spans s JOIN peer_spans p USING (trace_id, span_id) "
            "WHERE s.span_format = 'openinference' ORDER BY s.span_id")
     with open_ch(chdb_dir, database) as ch, open_traces([write_lines(tmp_path / "oi.jsonl", lines)]) as files:
