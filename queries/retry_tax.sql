@@ -22,28 +22,35 @@
 --
 -- Example: run r-9, agent billing, legacy_fetch_rates, rate_limited, no retry-after, 5 retries
 --   within 0.2 ms each, ended with rate_limited: happened.
-WITH calls AS NOT MATERIALIZED (
+WITH tool_calls AS NOT MATERIALIZED (
     SELECT run_id, agent_id, coalesce(agent_id, '') AS agent_key, tool_name, outcome, service_name, deduplicated,
            start_time, start_time_unix_nano AS t, end_time_unix_nano AS t_end, trace_id, span_id,
-           attribute_values[list_position(attribute_keys, 'tool.error.retry')] AS retry_advice,
-           TRY_CAST(attribute_values[list_position(attribute_keys, 'tool.error.retry_after_seconds')] AS DOUBLE)
-               AS retry_after_seconds,
-           attribute_values[list_position(attribute_keys, 'tool.error.code')] AS error_code
+           attribute_keys, attribute_values
     FROM spans
     WHERE tool_name IS NOT NULL AND outcome IS NOT NULL
 ),
--- Only (run, agent, tool) groups with an error that asked for a wait can hold a storm.
+-- The (run, agent, tool) series an error that asks for patience started; only their calls are
+-- read further (the retry advice of every other call is never looked up).
 triggered AS (
-    SELECT DISTINCT run_id, agent_key, tool_name FROM calls
-    WHERE outcome = 'rate_limited' OR retry_advice = 'not_advised'
+    SELECT DISTINCT run_id, agent_key, tool_name FROM tool_calls
+    WHERE outcome = 'rate_limited' OR attribute_values[list_position(attribute_keys, 'tool.error.retry')] = 'not_advised'
+),
+calls AS (
+    SELECT c.run_id, c.agent_id, c.agent_key, c.tool_name, c.outcome, c.service_name, c.deduplicated, c.start_time,
+           c.t, c.t_end, c.trace_id, c.span_id,
+           c.attribute_values[list_position(c.attribute_keys, 'tool.error.retry')] AS retry_advice,
+           TRY_CAST(c.attribute_values[list_position(c.attribute_keys, 'tool.error.retry_after_seconds')] AS DOUBLE)
+               AS retry_after_seconds,
+           c.attribute_values[list_position(c.attribute_keys, 'tool.error.code')] AS error_code
+    FROM tool_calls c SEMI JOIN triggered g
+      ON g.run_id = c.run_id AND g.agent_key = c.agent_key AND g.tool_name = c.tool_name
 ),
 ordered AS (
     SELECT c.*,
            lag(c.outcome) OVER w AS prev_outcome, lag(c.retry_advice) OVER w AS prev_advice,
            lag(c.retry_after_seconds) OVER w AS prev_after, lag(c.t_end) OVER w AS prev_end,
            lag(c.service_name) OVER w AS prev_service
-    FROM calls c SEMI JOIN triggered g
-      ON g.run_id = c.run_id AND g.agent_key = c.agent_key AND g.tool_name = c.tool_name
+    FROM calls c
     WINDOW w AS (PARTITION BY c.run_id, c.agent_key, c.tool_name ORDER BY c.t, c.span_id)
 ),
 judged AS (

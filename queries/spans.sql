@@ -689,15 +689,26 @@ WHERE peer_spans.trace_id = oi_call_ids.trace_id AND peer_spans.span_id = oi_cal
 -- gen_ai.conversation.id (newer traceloop-sdk releases copy the session id there), else the trace id.
 UPDATE peer_spans SET run_id = workflows.workflow_span_id, run_source = 'workflow span'
 FROM (
-WITH RECURSIVE up(trace_id, span_id, ancestor_id, depth, workflow_span_id) AS (
-    SELECT trace_id, span_id, parent_span_id, 0, CAST(NULL AS VARCHAR)
+WITH RECURSIVE tools AS MATERIALIZED (
+    SELECT trace_id, span_id, parent_span_id
     FROM peer_spans
     WHERE span_format = 'traceloop' AND is_tool_call AND run_id IS NULL AND parent_span_id IS NOT NULL
+),
+-- The spans of those tools' traces, each with whether it is a workflow span, worked out once:
+-- every step up joins this, not every span read.
+ancestors AS MATERIALIZED (
+    SELECT b.trace_id, b.span_id, b.parent_span_id,
+           peer_plain(b.attribute_values[list_position(b.attribute_keys, 'traceloop.span.kind')]) = 'workflow'
+               AS is_workflow
+    FROM spans_base b
+    WHERE b.trace_id IN (SELECT trace_id FROM tools)
+),
+up(trace_id, span_id, ancestor_id, depth, workflow_span_id) AS (
+    SELECT trace_id, span_id, parent_span_id, 0, CAST(NULL AS VARCHAR)
+    FROM tools
     UNION ALL
-    SELECT u.trace_id, u.span_id, b.parent_span_id, u.depth + 1,
-           CASE WHEN peer_plain(b.attribute_values[list_position(b.attribute_keys, 'traceloop.span.kind')]) = 'workflow'
-                THEN b.span_id END
-    FROM up u JOIN spans_base b ON b.trace_id = u.trace_id AND b.span_id = u.ancestor_id
+    SELECT u.trace_id, u.span_id, b.parent_span_id, u.depth + 1, CASE WHEN b.is_workflow THEN b.span_id END
+    FROM up u JOIN ancestors b ON b.trace_id = u.trace_id AND b.span_id = u.ancestor_id
     WHERE u.workflow_span_id IS NULL AND u.depth < 64
 )
 SELECT trace_id, span_id, workflow_span_id FROM up WHERE workflow_span_id IS NOT NULL

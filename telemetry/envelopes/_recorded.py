@@ -13,12 +13,12 @@ and a text that cannot be read is said to be so (:attr:`Recorded.status`), never
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
 from .. import conventions as c
 from ._classify import Report, result_class
+from ._json_text import json_or_text
 from ._rules import ResultClass
 
 __all__ = [
@@ -50,19 +50,6 @@ class Recorded(NamedTuple):
 
     status: str
     verdict: ResultClass | None
-
-
-def _parsed(text: str) -> Any:
-    """``text`` parsed as JSON when it looks like a JSON object, array or string, else itself."""
-    head = text.lstrip()[:1]
-    if head not in ("{", "[", '"'):
-        return text
-    try:
-        return json.loads(text)
-    except ValueError:  # json.JSONDecodeError, and RecursionError's cousin for deep nesting is below
-        return text
-    except RecursionError:
-        return text
 
 
 def _message_content(value: Mapping[str, Any]) -> tuple[Any, bool] | None:
@@ -103,7 +90,7 @@ def unwrap_recorded(text: str) -> tuple[Any, bool]:
     wrapper_error = False
     for _ in range(_MAX_DEPTH):
         if isinstance(value, str):
-            parsed = _parsed(value)
+            parsed = json_or_text(value)
             if parsed is value or parsed == value:
                 return value, wrapper_error
             value = parsed

@@ -42,6 +42,7 @@ from ..envelopes import (
     read_recorded,
     unwrap_recorded,
 )
+from ..envelopes._json_text import json_or_text
 from ..exceptions import ForensicsInputError
 
 __all__ = [
@@ -251,26 +252,12 @@ def _peer_result(options: PeerOptions | None) -> Callable[[str | None], str | No
     return _remembered(peer_result)
 
 
-_JSON_STARTS = frozenset('{["')
-
-
-def _json_or_text(text: str) -> Any:
-    """``text`` parsed when it looks like a JSON object, array or string and is one, else ``text``."""
-    head = text[:1]
-    if head not in _JSON_STARTS and (not head.isspace() or text.lstrip()[:1] not in _JSON_STARTS):
-        return text
-    try:
-        return json.loads(text)
-    except (ValueError, RecursionError):
-        return text
-
-
 def _parsed(text: str) -> Any:
     """``text`` as JSON data when it is JSON (a JSON text encoded once more is parsed again), else
     the text itself."""
-    value = _json_or_text(text)
+    value = json_or_text(text)
     if type(value) is str and value is not text:
-        return _json_or_text(value)
+        return json_or_text(value)
     return value
 
 

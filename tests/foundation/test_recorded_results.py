@@ -99,3 +99,51 @@ def test_a_json_value_reads_back_as_the_live_value(value: Any) -> None:
     if isinstance(value, (dict, str)):
         return  # dicts may be wrappers and strings may hold JSON: covered by the tests above
     assert read_recorded(json.dumps(value)).verdict == result_class(value)
+
+
+# --- the one parser every reader of recorded texts uses ---------------------------------------
+
+_AROUND = st.text(alphabet=" \t\n\r\x0b\x0c\u00a0\u2028\ufeffx", max_size=3)
+"""Around a value: what json.loads skips (space, tab, newline, carriage return) and what it does not."""
+
+
+def _reference(text: str) -> Any:
+    """What a reader answered before: json.loads when the text starts (after any whitespace) like
+    a JSON object, array or string, else the text; a text json.loads refuses stays text."""
+    if text.lstrip()[:1] not in ("{", "[", '"'):
+        return text
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError):
+        return text
+
+
+def _same(a: Any, b: Any) -> bool:
+    return type(a) is type(b) and json.dumps(a, allow_nan=True) == json.dumps(b, allow_nan=True)
+
+
+@settings(max_examples=400)
+@given(st.one_of(
+    st.tuples(_AROUND, _json.map(json.dumps), _AROUND).map("".join),
+    st.tuples(_AROUND, _json.map(lambda v: json.dumps(v, indent=1)), _AROUND, st.sampled_from(["", "}", "]", ",1", "x"]))
+    .map("".join),
+    st.text(alphabet='{}[]":,0123456789.eE+-tnrufalsNIfiy \\\t\n', max_size=40),
+    st.text(max_size=60),
+))
+def test_json_or_text_answers_exactly_what_json_loads_answers(text: str) -> None:
+    """Any text, well formed or not, with any whitespace around it: the shared parser gives the
+    value json.loads gives (same types, same order, NaN and Infinity as json.loads reads them),
+    or the text itself wherever json.loads refuses it or it is not an object, array or string."""
+    from telemetry.envelopes._json_text import json_or_text
+
+    got, want = json_or_text(text), _reference(text)
+    assert _same(got, want), (text, got, want)
+    if want is text:
+        assert got is text
+
+
+def test_json_or_text_gives_back_a_nesting_too_deep_to_parse() -> None:
+    from telemetry.envelopes._json_text import json_or_text
+
+    deep = "[" * 100_000 + "]" * 100_000
+    assert json_or_text(deep) is deep
