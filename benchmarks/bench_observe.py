@@ -16,7 +16,10 @@ same span with a good result, an LLM span (``gen_ai.operation.name = chat``, a d
 the marker is there, its value is not a tool's) and a plain HTTP span. The processor remembers
 the verdict of each short result text (tools return the same few texts again and again); a
 last row, reported beside the target, gives every span a result text of its own (more distinct
-texts than it remembers), so each is parsed and judged. Targets (issue 34): at most
+texts than it remembers), so each is parsed and judged. Beside them, what a team would write
+instead: a hand-written processor for one format (GenAI) and one envelope
+(``{"success": false, "error": ...}``) with prometheus-client's public API, on the same tool
+spans (:class:`HandWritten`). Targets (issue 34): at most
 3 µs per peer tool span, 0.3 µs per other span. CPU time of the process is the clock (see
 bench_decorator.py for why).
 
@@ -35,7 +38,8 @@ from pathlib import Path
 from typing import Any
 
 from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor, TracerProvider
-from prometheus_client import CollectorRegistry
+from opentelemetry.trace import StatusCode
+from prometheus_client import CollectorRegistry, Counter, Histogram
 
 import telemetry
 from telemetry import conventions as c
@@ -85,6 +89,39 @@ DISTINCT = 4096
 """Distinct result texts the last row cycles through (more than the processor remembers)."""
 TOOL_KINDS = ("peer tool span, failure result", "peer tool span, good result")
 OTHER_KINDS = ("LLM span (gen_ai chat)", "plain HTTP span")
+HAND = "hand-written GenAI-only processor: "
+
+
+class HandWritten(SpanProcessor):
+    """What a team would write instead for one format and one envelope: on a GenAI ``execute_tool``
+    span, the recorded result parsed, ``{"success": false, "error": ...}`` read as the outcome, a
+    call counted by tool and outcome, a failure the status left OK or unset counted again, the
+    duration observed. prometheus-client's public API, one format, one shape, no exemplars."""
+
+    def __init__(self, registry: CollectorRegistry) -> None:
+        self.calls = Counter("hand_tool_calls", "calls", ["tool", "outcome"], registry=registry)
+        self.masked = Counter("hand_masked_failures", "masked", ["tool", "outcome"], registry=registry)
+        self.duration = Histogram("hand_tool_call_duration_seconds", "duration", ["tool"], registry=registry)
+
+    def on_end(self, span: ReadableSpan) -> None:
+        attributes = span.attributes or {}
+        if attributes.get(c.GEN_AI_OPERATION_NAME) != c.OPERATION_EXECUTE_TOOL:
+            return
+        tool = str(attributes.get(c.GEN_AI_TOOL_NAME))
+        outcome = "ok"
+        text = attributes.get(c.GEN_AI_TOOL_CALL_RESULT)
+        if isinstance(text, str):
+            try:
+                value = json.loads(text)
+            except ValueError:
+                value = None
+            if isinstance(value, dict) and value.get("success") is False:
+                outcome = str(value.get("error") or "error")
+        self.calls.labels(tool, outcome).inc()
+        if outcome != "ok" and span.status.status_code is not StatusCode.ERROR:
+            self.masked.labels(tool, outcome).inc()
+        if span.start_time is not None and span.end_time is not None:
+            self.duration.labels(tool).observe((span.end_time - span.start_time) / 1e9)
 
 
 class Nothing(SpanProcessor):
@@ -159,6 +196,10 @@ def measure(spans: int, rounds: int) -> dict[str, Any]:
         pairs["provider: " + kind] = (provider_loop(with_observer, name, attributes), provider_loop(without, name, attributes))
     new = distinct_results()
     pairs["on_end: " + NEW_RESULTS] = (on_end_loop(observer, new), on_end_loop(nothing, new))
+    hand = HandWritten(CollectorRegistry())
+    for kind in TOOL_KINDS:
+        span = [ended(*SPANS[kind])]
+        pairs[HAND + kind] = (on_end_loop(hand, span), on_end_loop(nothing, span))
     samples: dict[str, list[tuple[float, float]]] = {key: [] for key in pairs}
     for ours, base in pairs.values():  # warm every path (the counters' children, the caches)
         ours(spans // 10)
@@ -178,6 +219,9 @@ def measure(spans: int, rounds: int) -> dict[str, Any]:
     result["peer_tool_span_added_us"] = max(steps["on_end: " + k]["added_us"] for k in TOOL_KINDS)
     result["other_span_added_us"] = max(steps["on_end: " + k]["added_us"] for k in OTHER_KINDS)
     result["peer_tool_span_new_result_added_us"] = steps["on_end: " + NEW_RESULTS]["added_us"]
+    result["hand_written_tool_span_added_us"] = max(steps[HAND + k]["added_us"] for k in TOOL_KINDS)
+    result["peer_tool_span_to_hand_written"] = round(
+        result["peer_tool_span_added_us"] / result["hand_written_tool_span_added_us"], 3)
     result["peer_tool_span_added_through_provider_us"] = max(steps["provider: " + k]["added_us"] for k in TOOL_KINDS)
     result["other_span_added_through_provider_us"] = max(steps["provider: " + k]["added_us"] for k in OTHER_KINDS)
     return result
@@ -196,6 +240,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"  {'added at a peer tool span (on_end, target <= 3.0)':<66}: {result['peer_tool_span_added_us']:25.3f}")
     print(f"  {'added at any other span (on_end, target <= 0.3)':<66}: {result['other_span_added_us']:25.3f}")
     print(f"  {'added at a peer tool span whose result text is new (on_end)':<66}: {result['peer_tool_span_new_result_added_us']:25.3f}")
+    print(f"  {'a hand-written GenAI-only processor at the same tool spans':<66}: {result['hand_written_tool_span_added_us']:25.3f}")
+    print(f"  {'observe_tool_spans vs the hand-written processor (tool spans)':<66}: {result['peer_tool_span_to_hand_written']:24.2f}x")
     print(f"  {'added at a peer tool span, through a provider':<66}: {result['peer_tool_span_added_through_provider_us']:25.3f}")
     print(f"  {'added at any other span, through a provider':<66}: {result['other_span_added_through_provider_us']:25.3f}")
     ns.out.parent.mkdir(parents=True, exist_ok=True)

@@ -178,6 +178,8 @@ ROWS: tuple[Row, ...] = (
     Row("watch", "watch: catch-up, spans a second", _get("sustained_spans_per_second"), "/s"),
     Row("observe", "observe_tool_spans: added at a peer tool span's end (CPU)", _get("peer_tool_span_added_us"), "µs", 3.0),
     Row("observe", "observe_tool_spans: added at any other span's end (CPU)", _get("other_span_added_us"), "µs", 0.3),
+    Row("observe", "observe_tool_spans vs a hand-written GenAI-only processor, at a tool span's end (CPU)",
+        _get("peer_tool_span_to_hand_written"), "x"),
     Row("observe", "observe_tool_spans: added at a peer tool span whose result text is new (CPU)",
         _get("peer_tool_span_new_result_added_us"), "µs"),
     Row("peers", "@instrument_tool, default configuration, vs a hand-written span exporting nothing (CPU)",
