@@ -420,7 +420,12 @@ ANNOTATION_SUMMARY: Final = "summary"
 PAUSED_OUTCOMES: Final = frozenset({OUTCOME_DEFERRED, OUTCOME_APPROVAL_REQUIRED})
 """Outcomes of a call that paused for a human or for later (human in the loop): not a failure."""
 
-NOT_BAD_OUTCOMES: Final = frozenset({OUTCOME_OK, OUTCOME_FORCED}) | REFUSAL_OUTCOMES | PAUSED_OUTCOMES
+NOT_MASKABLE_OUTCOMES: Final = frozenset({OUTCOME_OK, OUTCOME_FORCED}) | PAUSED_OUTCOMES
+"""Outcomes that are no failure a green span status could hide (success, an operator's force, a
+pause): a masked failure is any other outcome on a span whose status is OK or unset
+(``queries/masked_failures.sql`` lists them; ``observe_tool_spans`` counts by them)."""
+
+NOT_BAD_OUTCOMES: Final = NOT_MASKABLE_OUTCOMES | REFUSAL_OUTCOMES
 """Outcomes that are not a reported failure: success, an operator's counted force, guard
 refusals (prevented failures with their own ratio alert) and pauses (deferred, awaiting approval). The reported-failures alert selects
 ``tool_calls_total`` outside this set; a test checks each copy of the regex against it."""

@@ -26,7 +26,6 @@ import math
 import threading
 import time
 from datetime import timedelta
-from hashlib import sha256 as _sha256
 from typing import Any, Final, Union
 
 from .. import conventions as c
@@ -128,8 +127,7 @@ def _change(
     else:
         write = _UPDATE
         params = (value_json, version, now, actor, key, previous_version)
-    value_hash = _sha256(value_json.encode("utf-8", "surrogatepass") + b"\0").hexdigest()  # validation.digest(value_json)
-    log = (key, version, previous_version, value_hash, actor, change_ref, int(forced), now)
+    log = (key, version, previous_version, validation.digest(value_json), actor, change_ref, int(forced), now)
     return version, write, params, log
 
 

@@ -101,9 +101,6 @@ _REMEMBERED_PARENTS = 4096
 _OUTCOME_CODE = re.compile(r"[a-z][a-z0-9_]{0,63}")
 _EMPTY: Mapping[str, Any] = {}
 _tool_format = _peer_spans.tool_format
-_FIVE = _peer_spans.FIVE
-if _FIVE is not None:
-    (_M0, _V0, _F0), (_M1, _, _), (_M2, _, _), (_M3, _, _), (_M4, _, _) = _FIVE
 _PLANS_KEPT = 4096
 """Count plans (the children one kind of call increments) kept per metrics; past that they start over."""
 
@@ -112,8 +109,9 @@ class _Plan(NamedTuple):
     """The metric children one kind of call increments: tool, transport, outcome label and masked fixed.
 
     ``exemplar``: the calls counted carry their trace id (the failed ones). ``direct``: the
-    values behind the children, counted straight (:class:`~telemetry.runtime._metric_values.DirectValues`); None when the client keeps
-    them some other way (then the public ``inc(1, exemplar)`` and ``observe`` serve).
+    values behind the children, counted straight (:class:`._metric_values.DirectValues`); None
+    when the client keeps them some other way (then the public ``inc(1, exemplar)`` and
+    ``observe`` serve).
     """
 
     calls: Any
@@ -171,27 +169,7 @@ class ToolSpanObserver(SpanProcessor):
                 attributes = span._attributes._dict  # type: ignore[union-attr]
             except AttributeError:
                 attributes = span.attributes or _EMPTY
-            if _FIVE is None:
-                fmt = _tool_format(attributes)
-            else:
-                # The first marker read here, not in a call: most spans end with no marker at
-                # all, or with the GenAI marker naming another operation (chat) and no other
-                # marker; both are turned away by these lookups. Anything else (a tool's marker
-                # value, a JSON-encoded value, another format's marker) is _tool_format's to decide.
-                get = attributes.get
-                found = get(_M0)
-                if found is not None and found == _V0:
-                    fmt = _F0
-                elif (
-                    (found is None or (type(found) is str and found[:1] != '"'))
-                    and get(_M1) is None
-                    and get(_M2) is None
-                    and get(_M3) is None
-                    and get(_M4) is None
-                ):
-                    return
-                else:
-                    fmt = _tool_format(attributes)
+            fmt = _tool_format(attributes)
             if fmt is None or self._closed:
                 return
             self._observe(span, attributes, fmt)

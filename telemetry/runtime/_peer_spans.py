@@ -22,7 +22,7 @@ from .. import conventions as c
 from .._span_formats import FORMATS, SpanFormat, span_format_of, tool_call_of
 from ..envelopes import Recorded, RecordedVerdicts, Report
 
-__all__ = ["FIVE", "UNREADABLE", "Reading", "read", "tool_format"]
+__all__ = ["UNREADABLE", "Reading", "read", "tool_format"]
 
 UNREADABLE = "unreadable"
 """How a result whose judging raised was read (reported and counted; no verdict)."""
@@ -94,21 +94,12 @@ def _tool_format_five(attributes: Mapping[str, Any]) -> SpanFormat | None:
     return None
 
 
-FIVE: tuple[tuple[str, Any, SpanFormat], ...] | None = None
-"""(marker, marker value, format) of the five formats of today, for a caller that unrolls the
-first lookups itself (``observe_tool_spans``' ``on_end``); None once a format is added."""
-
 if len(FORMATS) == 5:
     _F0, _F1, _F2, _F3, _F4 = FORMATS
     (_M0, _V0), (_M1, _V1), (_M2, _V2), (_M3, _V3), (_M4, _V4) = ((f.marker, f.marker_value) for f in FORMATS)
     tool_format = _tool_format_five
-    FIVE = tuple((f.marker, f.marker_value, f) for f in FORMATS)
 else:  # a format was added to telemetry._span_formats: the loop serves until this is unrolled again
     tool_format = _tool_format_any
-
-
-_NOT_MASKED = frozenset({c.OUTCOME_FORCED}) | c.PAUSED_OUTCOMES
-"""Outcomes other than ok that a green status does not hide: an operator's force, a pause."""
 
 
 def _raised(span: ReadableSpan) -> bool:
@@ -178,7 +169,7 @@ def read(
             name,
             c.TRANSPORT_ERROR if transport_error else verdict.transport,
             verdict.outcome,
-            not status_error and verdict.outcome not in _NOT_MASKED,  # as queries/masked_failures.sql
+            not status_error and verdict.outcome not in c.NOT_MASKABLE_OUTCOMES,
             recorded.status,
             True,
         )

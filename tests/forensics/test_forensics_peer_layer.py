@@ -249,7 +249,7 @@ def test_a_paused_call_shown_green_is_not_a_masked_failure(tmp_path: Path) -> No
 
     sql = data_file("queries", "masked_failures.sql").read_text()
     listed = set(re.findall(r"'([a-z_]+)'", sql.split("outcome NOT IN (")[1].split(")")[0]))
-    assert listed == {c.OUTCOME_OK, c.OUTCOME_FORCED} | c.PAUSED_OUTCOMES
+    assert listed == c.NOT_MASKABLE_OUTCOMES
     trace = hex_id("trace:paused", 32)
     spans = [span(trace, f"{c.SPAN_NAME_PREFIX}refund", n, float(n), {
         c.GEN_AI_OPERATION_NAME: c.OPERATION_EXECUTE_TOOL, c.GEN_AI_TOOL_NAME: "refund", c.TOOL_TRANSPORT: c.TRANSPORT_OK,

@@ -219,7 +219,6 @@ def test_prometheus_client_still_keeps_an_exemplar_on_the_childs_value() -> None
         assert callable(child._value.set_exemplar)
 
 
-
 def test_durations_fall_in_the_buckets_observe_picks_and_counts_match_the_public_methods() -> None:
     """The observer adds to the children's values straight and bisects the histogram's bounds;
     every duration (a bound exactly, just past one, zero, past the last) lands where
