@@ -30,10 +30,15 @@ WITH tool_calls AS NOT MATERIALIZED (
     WHERE tool_name IS NOT NULL AND outcome IS NOT NULL
 ),
 -- The (run, agent, tool) series an error that asks for patience started; only their calls are
--- read further (the retry advice of every other call is never looked up).
+-- read further (the retry advice of every other call is never looked up). Two selects, not one
+-- with OR: the advice alone is a condition on the span's own attributes, read where they are
+-- stored, while an OR with the outcome (another instrumentation's comes from the span-format
+-- layer) would be checked on every tool call after the join that brings it.
 triggered AS (
-    SELECT DISTINCT run_id, agent_key, tool_name FROM tool_calls
-    WHERE outcome = 'rate_limited' OR attribute_values[list_position(attribute_keys, 'tool.error.retry')] = 'not_advised'
+    SELECT run_id, agent_key, tool_name FROM tool_calls WHERE outcome = 'rate_limited'
+    UNION
+    SELECT run_id, agent_key, tool_name FROM tool_calls
+    WHERE attribute_values[list_position(attribute_keys, 'tool.error.retry')] = 'not_advised'
 ),
 calls AS (
     SELECT c.run_id, c.agent_id, c.agent_key, c.tool_name, c.outcome, c.service_name, c.deduplicated, c.start_time,

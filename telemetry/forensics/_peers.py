@@ -10,8 +10,8 @@
   whether they carry an idempotency key, and the kind their parameter names say;
 - ``peer_name_kind(name)``: the kind a tool's name says (:mod:`telemetry._tool_kinds`, the audit's rules).
 
-Each runs once per peer tool span while ``peer_spans`` is built (remembering the verdicts of short
-texts it has seen: tool names, ``{"ok": true}``), never per question and never for our own spans. Every text is hostile: parsed with the
+Each runs once per peer tool span while ``peer_spans`` is built (the name and result functions
+remembering the verdicts of short texts they have seen: tool names, ``{"ok": true}``), never per question and never for our own spans. Every text is hostile: parsed with the
 standard JSON parser only, bounded in size, and any failure is a status, never an exception into
 DuckDB. ``--tool-spans`` selectors are inserted into ``tool_span_selection`` with bound values.
 """
@@ -227,8 +227,8 @@ _CACHED = 8_192
 _CACHED_CHARS = 1_024
 """Verdicts are remembered per connection, by text, for texts up to this long (the last
 :data:`_CACHED` of them, at most 8 MB): tools return the same result again and again
-(``{"ok": true}``), and a retried call records the same arguments; a long text is judged every
-time rather than kept."""
+(``{"ok": true}``) and carry the same few names; a long text is judged every time rather than
+kept."""
 
 
 def _remembered(judge: Callable[[str], str | None]) -> Callable[[str | None], str | None]:
@@ -250,15 +250,6 @@ def _peer_result(options: PeerOptions | None) -> Callable[[str | None], str | No
         status, outcome = judge_result(text, options)
         return status if outcome is None else f"{status}:{outcome}"
     return _remembered(peer_result)
-
-
-def _parsed(text: str) -> Any:
-    """``text`` as JSON data when it is JSON (a JSON text encoded once more is parsed again), else
-    the text itself."""
-    value = json_or_text(text)
-    if type(value) is str and value is not text:
-        return json_or_text(value)
-    return value
 
 
 _CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
@@ -283,6 +274,7 @@ def _canonical_encoder() -> Callable[[Any], str]:
 
 
 _canonical = _canonical_encoder()
+_sha256 = hashlib.sha256
 
 
 @lru_cache(maxsize=4096)
@@ -305,30 +297,35 @@ def arguments_facts(text: str | None) -> tuple[str, str | None, bool, str | None
         return None
     try:
         if len(text) > c.MAX_RECORDED_RESULT_CHARS:  # never parsed; still identified
-            return RECORDED_TOO_LARGE, hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16], False, None
-        value = _parsed(text)
-        if isinstance(value, str):
+            return RECORDED_TOO_LARGE, _sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16], False, None
+        value = json_or_text(text)
+        if type(value) is str and value is not text:  # a JSON text encoded once more
+            value = json_or_text(value)
+        if type(value) is str:
             status = c.RESULT_MALFORMED if value.lstrip()[:1] in ("{", "[") else RECORDED_TEXT
             canonical = value
         else:
             status = RECORDED_JUDGED
             canonical = _canonical(value)
-        digest = hashlib.sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest()[:16]
-        keyed, kind = False, None
-        if type(value) is dict:
-            inner = value.get("kwargs")  # traceloop and langfuse record {"args": [...], "kwargs": {...}}
-            scope = {**value, **inner} if type(inner) is dict else value
-            keys, kind = _parameter_facts(tuple(scope))
-            keyed = any(scope[k] not in (None, "") for k in keys)
-        return status, digest, keyed, kind
+        digest = _sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+        if type(value) is not dict:
+            return status, digest, False, None
+        inner = value.get("kwargs")  # traceloop and langfuse record {"args": [...], "kwargs": {...}}
+        scope = {**value, **inner} if type(inner) is dict else value
+        keys, kind = _parameter_facts(tuple(scope))
+        if not keys:  # the common case: no parameter named like an idempotency key
+            return status, digest, False, kind
+        return status, digest, any(scope[k] not in (None, "") for k in keys), kind
     except Exception:  # e.g. RecursionError while dumping a hostile nesting: counted, never a crash
         return c.RESULT_MALFORMED, None, False, None
 
 
-def _peer_arguments(text: str) -> str:
-    """``peer_arguments`` for SQL: ``status:hash:keyed:kind`` as one text (see :func:`_peer_result`)."""
+def _peer_arguments(text: str | None) -> str | None:
+    """``peer_arguments`` for SQL: ``status:hash:keyed:kind`` as one text (see :func:`_peer_result`);
+    NULL stays NULL."""
     facts = arguments_facts(text)
-    assert facts is not None
+    if facts is None:
+        return None
     status, digest, keyed, kind = facts
     return f"{status}:{digest or ''}:{1 if keyed else 0}:{kind or ''}"
 
@@ -369,7 +366,9 @@ def install(con: duckdb.DuckDBPyConnection, options: PeerOptions | None = None) 
     replace = options is not None
     chosen = options if options is not None else PeerOptions()
     _register(con, "peer_result", _peer_result(chosen), replace)
-    _register(con, "peer_arguments", _remembered(_peer_arguments), replace)
+    # Arguments are not remembered: nearly every call records arguments of its own, so a memory
+    # would cost every call its look-up and eviction to spare the rare exact repeat its work.
+    _register(con, "peer_arguments", _peer_arguments, replace)
     _register(con, "peer_name_kind", _remembered(_name_kind), replace)
     if not replace:
         return
