@@ -29,6 +29,8 @@ settings.load_profile("outcome-telemetry")
 # growth instead costs some memory per process and changes nothing they compute.
 os.environ.setdefault("GOGC", "400")
 
+from xdist_reports import pytest_runtest_makereport  # noqa: E402,F401  (a hook: pytest finds it here)
+
 import pg_server  # noqa: E402
 
 BACKENDS = ("sqlite", "postgresql")
