@@ -11,7 +11,10 @@ Two measures, each a median over alternating rounds in one process:
 
 The spans: a peer tool span as pydantic-ai writes one (GenAI ``execute_tool`` with its ten
 attributes, the recorded result ``{"success": false, "error": "quota_exceeded"}``, so the whole
-path runs: the format, the envelope rules, three counters, the histogram and the exemplar), the
+path runs: the format, the envelope rules, the counts held for three counters, the histogram and
+the exemplar; handing them to prometheus-client's values happens once per collection of the
+metrics, whatever the number of spans since, so a scrape every few seconds adds nothing a span
+would measure), the
 same span with a good result, an LLM span (``gen_ai.operation.name = chat``, a dozen attributes:
 the marker is there, its value is not a tool's) and a plain HTTP span. The processor remembers
 the verdict of each short result text (tools return the same few texts again and again); a

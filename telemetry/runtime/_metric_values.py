@@ -1,7 +1,7 @@
 """The values behind prometheus-client children, counted straight: ``observe_tool_spans``' hot path.
 
-A peer tool span ending on the application's provider becomes a few counter increments and a
-histogram observation. prometheus-client's public methods check their arguments on every call;
+The counts of the peer tool spans ending on the application's provider become counter
+increments and histogram observations (handed over per kind of call, before each collection). prometheus-client's public methods check their arguments on every call;
 ours are always children made by ``labels``, amounts of 1 and a duration, so the counting is done
 on the values behind them, as the public methods do after their checks. Whenever a client
 release keeps its values elsewhere, :func:`direct_values` answers None and the public methods

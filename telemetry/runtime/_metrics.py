@@ -13,6 +13,8 @@ outcome codes, the toolkit's own stage and drop-reason lists).
 from __future__ import annotations
 
 import itertools
+import threading
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Union
 
@@ -146,6 +148,8 @@ class ToolMetrics:
         self.masked = self[c.METRIC_MASKED_FAILURES_TOTAL]
         self.spans_dropped = self[c.METRIC_SPANS_DROPPED_TOTAL]
         self.internal_errors = self[c.METRIC_INTERNAL_ERRORS_TOTAL]
+        self._before_collect: tuple[Callable[[], None], ...] = ()
+        self._hook_lock = threading.Lock()
 
     def __getitem__(self, exposed_name: str) -> Any:
         """The collector of the metric exposed as ``exposed_name`` (e.g. ``tool_calls_total``)."""
@@ -185,6 +189,35 @@ class ToolMetrics:
     def count_internal_error(self, stage: str) -> None:
         """Count one contained failure at ``stage``."""
         self.child(self.internal_errors, stage).inc()
+
+    def before_collect(self, flush: Callable[[], None]) -> None:
+        """Call ``flush`` whenever any of these metrics is collected, before it reports.
+
+        For counts held between collections (``observe_tool_spans`` adds to them as spans end and
+        hands them over here): every reader of a prometheus-client metric (a scrape, the
+        exposition functions, ``registry.get_sample_value``, a registry restricted to some
+        names) goes through the metric's ``collect``, so no reader sees a count still held.
+        ``flush`` must not raise and must not collect. Safe to call twice with the same ``flush``.
+        """
+        with self._hook_lock:
+            if flush in self._before_collect:
+                return
+            if not self._before_collect:
+                for metric in self._by_name.values():
+                    metric.collect = self._flushed_first(metric.collect)  # type: ignore[method-assign]
+            self._before_collect = self._before_collect + (flush,)
+
+    def forget_before_collect(self, flush: Callable[[], None]) -> None:
+        """Stop calling ``flush`` before a collection (nothing when it was not given)."""
+        with self._hook_lock:
+            self._before_collect = tuple(f for f in self._before_collect if f is not flush)
+
+    def _flushed_first(self, collect: Callable[[], Iterable[Any]]) -> Callable[[], Iterable[Any]]:
+        def flushed_then_collect() -> Iterable[Any]:
+            for flush in self._before_collect:
+                flush()
+            return collect()
+        return flushed_then_collect
 
     def unregister(self) -> None:
         """Remove every metric from the registry; safe to call twice."""

@@ -58,8 +58,13 @@ spans too.
 Cost: a span that is not a peer's tool span is turned away by five dict lookups on the SDK's
 attribute dict. A tool span's result is judged once per distinct short text
 (:class:`telemetry.envelopes.RecordedVerdicts`: tools return the same few texts again and again),
-and the metric children each kind of call increments are looked up once;
-benchmarks/bench_observe.py measures both paths.
+the metric children each kind of call increments are looked up once, and its counts are held by
+that kind of call under one lock until the metrics are collected
+(:meth:`ToolSpanObserver.flush_counts`: before every collection, at ``force_flush`` and at
+shutdown, so no reader sees a count still held), instead of six locked increments and an
+exemplar made per span. In prometheus-client's multiprocess mode the counts go to the worker's
+file as each span ends, since another process reads them. benchmarks/bench_observe.py measures
+both paths.
 """
 
 from __future__ import annotations
@@ -74,6 +79,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any, NamedTuple
 
 from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor
+from opentelemetry.trace import TraceFlags
 from prometheus_client import CollectorRegistry
 from prometheus_client.samples import Exemplar
 
@@ -101,6 +107,9 @@ _REMEMBERED_PARENTS = 4096
 _OUTCOME_CODE = re.compile(r"[a-z][a-z0-9_]{0,63}")
 _EMPTY: Mapping[str, Any] = {}
 _tool_format = _peer_spans.tool_format
+_read = _peer_spans.read
+_TOOL_TRANSPORT = c.TOOL_TRANSPORT
+_SAMPLED = TraceFlags.SAMPLED
 _PLANS_KEPT = 4096
 """Count plans (the children one kind of call increments) kept per metrics; past that they start over."""
 
@@ -121,6 +130,17 @@ class _Plan(NamedTuple):
     stale_sends: Any
     exemplar: bool
     direct: DirectValues | None
+    held: list[Any] | None
+    """The counts of this kind held since the last collection (see :meth:`ToolSpanObserver.flush_counts`):
+    ``[calls, duration sum, per-bucket counts, exemplar trace id or None, its span's end in ns]``;
+    None when the public methods serve (``direct`` is None)."""
+
+
+def _shared(child: Any) -> bool:
+    """Whether ``child``'s value is read by other processes (prometheus-client's multiprocess mode:
+    another process serves the folder of values, so a count must reach its file as the span ends,
+    never wait for this process's own collection). Unknown counts as shared."""
+    return getattr(getattr(child, "_value", None), "_multiprocess", True) is not False
 
 
 def _labelable(name: Any) -> bool:
@@ -156,6 +176,12 @@ class ToolSpanObserver(SpanProcessor):
         self._verdicts = RecordedVerdicts()
         self._plans: tuple[ToolMetrics | None, dict[tuple[str, str, str, bool], _Plan]] = (None, {})
         self._trace_hex: tuple[int, str] = (0, "")
+        self._held_lock = threading.Lock()
+        self._retired: list[_Plan] = []
+        """Plans dropped (another runtime's metrics, or past :data:`_PLANS_KEPT`): the next
+        :meth:`flush_counts` also takes what a thread still holding one added after they were dropped."""
+        if metrics is not None:
+            metrics.before_collect(self.flush_counts)
 
     # --- the SpanProcessor interface ---------------------------------------------------------
 
@@ -179,21 +205,69 @@ class ToolSpanObserver(SpanProcessor):
     def shutdown(self) -> None:
         """Stop counting (spans ending later are ignored); the counts stay in the registry."""
         self._closed = True
+        self.flush_counts()
 
     def force_flush(self, timeout_millis: int = 30000) -> bool:
-        """Nothing is buffered: every span is counted as it ends."""
+        """Hand the counts held since the last collection to the metrics (a collection does it too)."""
+        self.flush_counts()
         return True
 
     def unregister(self) -> None:
         """Remove this processor's own metrics from its registry (nothing when it has none)."""
         self._closed = True
+        self.flush_counts()
         if self.metrics is not None:
             self.metrics.unregister()
+
+    def flush_counts(self) -> None:
+        """Add the counts held since the last collection to the metrics' values; never raises.
+
+        A tool span's counts are held by its kind of call (:class:`_Plan`) as it ends: one lock
+        and a few additions instead of six locked increments and an exemplar made per span. The
+        metrics call this before every collection (:meth:`ToolMetrics.before_collect`), so a
+        scrape or ``get_sample_value`` sees every span ended before it, exactly.
+        """
+        try:
+            with self._held_lock:
+                taken = []
+                retired, self._retired = self._retired, []
+                for plan in [*self._plans[1].values(), *retired]:
+                    held = plan.held
+                    if held is not None and held[0]:
+                        taken.append((plan, held[0], held[1], held[2], held[3], held[4]))
+                        held[0], held[1], held[2], held[3] = 0, 0.0, [0] * len(held[2]), None
+            for plan, calls, seconds, buckets, trace_id, ended_ns in taken:
+                self._hand_over(plan, calls, seconds, buckets, trace_id, ended_ns)
+        except Exception as exc:
+            _safe.report(c.STAGE_METRICS, "observe_tool_spans handing its counts to the metrics", exc, self.metrics)
+
+    @staticmethod
+    def _hand_over(plan: _Plan, calls: int, seconds: float, buckets: list[int], trace_id: int | None,
+                   ended_ns: int) -> None:
+        direct = plan.direct
+        assert direct is not None
+        direct.calls(calls)
+        if direct.masked is not None:
+            direct.masked(calls)
+        if trace_id is not None:  # the last failed call's trace, at its span's end
+            kept = Exemplar({c.EXEMPLAR_TRACE_ID: format(trace_id, "032x")}, 1, ended_ns / 1e9)
+            direct.keep_exemplars[0](kept)
+            if direct.masked is not None:
+                direct.keep_exemplars[1](kept)
+        if any(buckets):
+            direct.duration_sum(seconds)
+            for inc, count in zip(direct.buckets, buckets):
+                if count:
+                    inc(count)
+        if plan.refused is not None:
+            plan.refused.inc(calls)
+            if plan.stale_sends is not None:
+                plan.stale_sends.inc(calls)
 
     # --- one tool span -----------------------------------------------------------------------
 
     def _observe(self, span: ReadableSpan, attributes: Mapping[str, Any], fmt: SpanFormat) -> None:
-        if c.TOOL_TRANSPORT in attributes:  # ours, counted when it ended: remember its parent
+        if _TOOL_TRANSPORT in attributes:  # ours, counted when it ended: remember its parent
             parent = span.parent
             if parent is not None:
                 self._remember(parent.span_id)
@@ -207,7 +281,7 @@ class ToolSpanObserver(SpanProcessor):
             if runtime is None:
                 return
             metrics = runtime.metrics
-        name, transport, outcome, masked, recorded, judged = _peer_spans.read(
+        name, transport, outcome, masked, recorded, judged = _read(
             span, attributes, fmt, self._verdicts, self._shape_failed, self._unreadable
         )
         if not judged:
@@ -220,52 +294,69 @@ class ToolSpanObserver(SpanProcessor):
     def _count(self, metrics: ToolMetrics, span: ReadableSpan, tool: str, transport: str, outcome: str, masked: bool) -> None:
         plans = self._plans
         if plans[0] is not metrics:  # another runtime's metrics: its own children
-            plans = self._plans = (metrics, {})
-        label = outcome if outcome in self._label_outcomes else c.OUTCOME_OTHER
+            plans = self._switch(metrics)
         key = (tool, transport, outcome, masked)
         plan = plans[1].get(key)
         if plan is None:
+            label = outcome if outcome in self._label_outcomes else c.OUTCOME_OTHER
             plan = self._plan(metrics, tool, transport, outcome, label, masked)
             if len(plans[1]) >= _PLANS_KEPT:
-                plans[1].clear()
+                with self._lock:
+                    self.flush_counts()
+                    self._retired = list(plans[1].values())
+                    plans[1].clear()
             plans[1][key] = plan
+        start, end = span.start_time, span.end_time
+        seconds = (end - start) / 1e9 if start is not None and end is not None and end >= start else None
         # Exemplars on the calls a panel's spike is about: the failed ones (each good call is
         # spared making one).
-        exemplar = None
+        trace_id = None
         if plan.exemplar:
             context = span.context
-            if context is not None and context.trace_flags.sampled:
+            if context is not None and context.trace_flags & _SAMPLED:
                 trace_id = context.trace_id
-                known = self._trace_hex  # a run's tool spans share a trace: its hex is made once
-                if known[0] != trace_id:
-                    known = self._trace_hex = (trace_id, format(trace_id, "032x"))
-                exemplar = {c.EXEMPLAR_TRACE_ID: known[1]}
-        direct = plan.direct
-        start, end = span.start_time, span.end_time
-        if direct is not None:
-            direct.calls(1)
-            if direct.masked is not None:
-                direct.masked(1)
-            if exemplar is not None:
-                kept = Exemplar(exemplar, 1, time.time())
-                keep = direct.keep_exemplars
-                keep[0](kept)
-                if direct.masked is not None:
-                    keep[1](kept)
-            if start is not None and end is not None and end >= start:
-                seconds = (end - start) / 1e9
-                direct.duration_sum(seconds)
-                direct.buckets[bisect_left(direct.bounds, seconds)](1)
-        else:
-            plan.calls.inc(1, exemplar)
-            if plan.masked is not None:
-                plan.masked.inc(1, exemplar)
-            if start is not None and end is not None and end >= start:
-                plan.duration.observe((end - start) / 1e9)
+        held = plan.held
+        if held is not None:  # held until the next collection (flush_counts)
+            bucket = bisect_left(plan.direct.bounds, seconds) if seconds is not None else -1  # type: ignore[union-attr]
+            with self._held_lock:
+                held[0] += 1
+                if bucket >= 0:
+                    held[1] += seconds
+                    held[2][bucket] += 1
+                if trace_id is not None:
+                    held[3] = trace_id
+                    held[4] = end if end is not None else time.time_ns()
+            return
+        exemplar = None
+        if trace_id is not None:
+            known = self._trace_hex  # a run's tool spans share a trace: its hex is made once
+            if known[0] != trace_id:
+                known = self._trace_hex = (trace_id, format(trace_id, "032x"))
+            exemplar = {c.EXEMPLAR_TRACE_ID: known[1]}
+        plan.calls.inc(1, exemplar)
+        if plan.masked is not None:
+            plan.masked.inc(1, exemplar)
+        if seconds is not None:
+            plan.duration.observe(seconds)
         if plan.refused is not None:
             plan.refused.inc()
             if plan.stale_sends is not None:
                 plan.stale_sends.inc()
+
+    def _switch(self, metrics: ToolMetrics) -> tuple[ToolMetrics | None, dict[tuple[str, str, str, bool], _Plan]]:
+        """Count in ``metrics`` from now on: what is held for the metrics before goes to them first."""
+        with self._lock:
+            plans = self._plans
+            if plans[0] is metrics:
+                return plans
+            self.flush_counts()
+            self._retired = list(plans[1].values())
+            previous = plans[0]
+            if previous is not None and previous is not self.metrics:
+                previous.forget_before_collect(self.flush_counts)
+            metrics.before_collect(self.flush_counts)
+            plans = self._plans = (metrics, {})
+            return plans
 
     @staticmethod
     def _plan(metrics: ToolMetrics, tool: str, transport: str, outcome: str, label: str, masked: bool) -> _Plan:
@@ -276,6 +367,7 @@ class ToolSpanObserver(SpanProcessor):
         calls = child(metrics.calls, tool, transport, c.READBACK_UNKNOWN, label)
         masked_child = child(metrics.masked, tool, label) if masked else None
         duration = child(metrics.duration, tool)
+        direct = direct_values(calls, masked_child, duration)
         return _Plan(
             calls=calls,
             duration=duration,
@@ -283,7 +375,8 @@ class ToolSpanObserver(SpanProcessor):
             refused=child(metrics.rejected, tool, outcome) if refused else None,
             stale_sends=child(metrics.stale_sends, tool) if refused and outcome == c.OUTCOME_STALE_POLICY else None,
             exemplar=outcome != c.OUTCOME_OK or transport != c.TRANSPORT_OK,
-            direct=direct_values(calls, masked_child, duration),
+            direct=direct,
+            held=None if direct is None or _shared(calls) else [0, 0.0, [0] * len(direct.bounds), None, 0],
         )
 
     # --- bounds, memory, logging -------------------------------------------------------------

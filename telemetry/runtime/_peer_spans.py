@@ -30,6 +30,14 @@ _UNREADABLE = Recorded(UNREADABLE, None)
 _ERROR = StatusCode.ERROR
 _EXCEPTION_EVENT = "exception"
 _PREFIX = c.SPAN_NAME_PREFIX
+# The conventions read on every peer tool span, bound once (a module attribute look-up each otherwise).
+_TOOL_STATUS = c.GEN_AI_TOOL_STATUS
+_ERROR_TYPE = c.ERROR_TYPE
+_OK = c.OUTCOME_OK
+_OUTCOME_ERROR = c.OUTCOME_ERROR
+_TRANSPORT_OK = c.TRANSPORT_OK
+_TRANSPORT_ERROR = c.TRANSPORT_ERROR
+_NOT_MASKABLE = c.NOT_MASKABLE_OUTCOMES
 
 
 Reading = tuple[str | None, str, str, bool, str, bool]
@@ -151,11 +159,11 @@ def read(
     name, result = _name_and_result(span, attributes, fmt)
     status = span.status
     status_error = status is not None and status.status_code is _ERROR
-    tool_status = attributes.get(c.GEN_AI_TOOL_STATUS)
+    tool_status = attributes.get(_TOOL_STATUS)
     transport_error = (
         status_error
         or (isinstance(tool_status, str) and tool_status.lower() == "error")
-        or c.ERROR_TYPE in attributes
+        or _ERROR_TYPE in attributes
         or _raised(span)
     )
     try:
@@ -164,15 +172,17 @@ def read(
         unreadable(exc)
         recorded = _UNREADABLE
     verdict = recorded.verdict
-    if verdict is not None and verdict.outcome != c.OUTCOME_OK:
-        return (
-            name,
-            c.TRANSPORT_ERROR if transport_error else verdict.transport,
-            verdict.outcome,
-            not status_error and verdict.outcome not in c.NOT_MASKABLE_OUTCOMES,
-            recorded.status,
-            True,
-        )
+    if verdict is not None:
+        outcome = verdict.outcome
+        if outcome != _OK:
+            return (
+                name,
+                _TRANSPORT_ERROR if transport_error else verdict.transport,
+                outcome,
+                not status_error and outcome not in _NOT_MASKABLE,
+                recorded.status,
+                True,
+            )
     if transport_error:
-        return name, c.TRANSPORT_ERROR, c.OUTCOME_ERROR, False, recorded.status, verdict is not None
-    return name, c.TRANSPORT_OK, c.OUTCOME_OK, False, recorded.status, verdict is not None
+        return name, _TRANSPORT_ERROR, _OUTCOME_ERROR, False, recorded.status, verdict is not None
+    return name, _TRANSPORT_OK, _OK, False, recorded.status, verdict is not None

@@ -200,3 +200,28 @@ def test_the_explicit_option_sums_processes_without_the_variable(tmp_path: Path)
     ]
     assert _calls(outputs[0], "ping") == (3.0, 3.0)
     assert _calls(outputs[1], "ping") == (7.0, 7.0)  # the second process sees the first one's calls too
+
+
+OBSERVED = """
+import sys, telemetry
+from telemetry import conventions as c
+runtime = telemetry.configure(traces_dir=None, multiprocess_dir=sys.argv[1], install_global=False)
+runtime.provider.add_span_processor(telemetry.observe_tool_spans())
+tracer = runtime.provider.get_tracer("a-peer-instrumentation")
+attributes = {c.GEN_AI_OPERATION_NAME: c.OPERATION_EXECUTE_TOOL, c.GEN_AI_TOOL_NAME: "charge",
+              c.GEN_AI_TOOL_CALL_RESULT: '{"success": false, "error": "quota_exceeded"}'}
+for _ in range(int(sys.argv[2])):
+    tracer.start_span("execute_tool charge", attributes=attributes).end()
+print(runtime.metrics_text(openmetrics=False))
+"""
+
+
+def test_peer_tool_spans_reach_the_folder_as_they_end(tmp_path: Path) -> None:
+    """observe_tool_spans in multiprocess mode writes each count to the worker's file as the span
+    ends (another process serves /metrics from the folder, so a count held until this process's
+    own metrics are collected would never be seen)."""
+    env = {k: v for k, v in os.environ.items() if k != "PROMETHEUS_MULTIPROC_DIR"}
+    env["PYTHONPATH"] = str(ROOT)
+    out = subprocess.run([sys.executable, "-c", OBSERVED, str(tmp_path), "5"], env=env, capture_output=True,
+                         text=True, timeout=BOUND_SECONDS, check=True).stdout
+    assert _calls(out, "charge") == (5.0, 5.0)
