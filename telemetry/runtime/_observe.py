@@ -70,9 +70,11 @@ both paths.
 from __future__ import annotations
 
 import logging
+import os
 import re
 import threading
 import time
+import weakref
 from bisect import bisect_left
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping
@@ -182,6 +184,15 @@ class ToolSpanObserver(SpanProcessor):
         :meth:`flush_counts` also takes what a thread still holding one added after they were dropped."""
         if metrics is not None:
             metrics.before_collect(self.flush_counts)
+        if hasattr(os, "register_at_fork"):
+            ref = weakref.WeakMethod(self._after_fork)
+            os.register_at_fork(after_in_child=lambda: (m := ref()) is not None and m())
+
+    def _after_fork(self) -> None:
+        """In a forked child: locks of its own. The parent's may have been held by a thread that
+        does not exist in the child, and the child's first tool span would then wait forever."""
+        self._lock = threading.Lock()
+        self._held_lock = threading.Lock()
 
     # --- the SpanProcessor interface ---------------------------------------------------------
 

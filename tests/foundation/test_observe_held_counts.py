@@ -10,7 +10,10 @@ over; a failure while handing them over is contained and counted.
 
 from __future__ import annotations
 
+import os
+import signal
 import threading
+import time
 from typing import Any
 
 import pytest
@@ -143,4 +146,39 @@ def test_a_failure_handing_the_counts_over_is_contained_and_counted(monkeypatch:
     registry = observer.metrics.registry
     assert _value(registry, c.METRIC_INTERNAL_ERRORS_TOTAL, {c.LABEL_STAGE: c.STAGE_METRICS}) == 1
     assert generate_latest(registry)  # the collection itself goes on
+    found.provider.shutdown()
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_a_child_forked_while_a_count_is_held_counts_its_own_spans() -> None:
+    """A fork while another thread is inside the processor's lock (held here by the test, as that
+    thread would): the child counts its own tool spans and collects them instead of waiting forever."""
+    observer = observe_tool_spans(registry=CollectorRegistry(), outcomes=["quota_exceeded"])
+    assert observer.metrics is not None
+    found = Peer(observer)
+    found.call(c.FORMAT_GENAI, "charge")
+    observer._held_lock.acquire()
+    try:
+        pid = os.fork()
+        if pid == 0:  # the child: exit 0 only when its span is counted
+            code = 1
+            try:
+                found.call(c.FORMAT_GENAI, "charge")
+                code = 0 if _value(observer.metrics.registry, c.METRIC_TOOL_CALLS_TOTAL, CALL) == 2 else 3
+            finally:
+                os._exit(code)
+    finally:
+        observer._held_lock.release()
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            break
+        time.sleep(0.05)
+    else:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+        pytest.fail("the forked child hung on the processor's lock")
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert _value(observer.metrics.registry, c.METRIC_TOOL_CALLS_TOTAL, CALL) == 1  # the parent's own count
     found.provider.shutdown()
