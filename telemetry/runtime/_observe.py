@@ -297,8 +297,9 @@ class ToolSpanObserver(SpanProcessor):
         )
         if not judged:
             self._unjudged(fmt.name, recorded)
+        tool = self._names.get(name)
         try:
-            self._count(metrics, span, self._tool_label(name), transport, outcome, masked)
+            self._count(metrics, span, tool if tool is not None else self._tool_label(name), transport, outcome, masked)
         except Exception as exc:
             _safe.report(c.STAGE_METRICS, "observe_tool_spans counting a tool span", exc, metrics)
 
@@ -317,7 +318,10 @@ class ToolSpanObserver(SpanProcessor):
                     self._retired = list(plans[1].values())
                     plans[1].clear()
             plans[1][key] = plan
-        start, end = span.start_time, span.end_time
+        try:  # the SDK's own fields behind the properties (as for the attributes, in on_end)
+            start, end = span._start_time, span._end_time  # type: ignore[attr-defined]
+        except AttributeError:
+            start, end = span.start_time, span.end_time
         seconds = (end - start) / 1e9 if start is not None and end is not None and end >= start else None
         # Exemplars on the calls a panel's spike is about: the failed ones (each good call is
         # spared making one).

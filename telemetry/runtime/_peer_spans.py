@@ -157,7 +157,10 @@ def read(
     ``unreadable`` of judging itself raising, after which the call has no verdict.
     """
     name, result = _name_and_result(span, attributes, fmt)
-    status = span.status
+    try:
+        status = span._status  # type: ignore[attr-defined]  # the SDK's field behind the property
+    except AttributeError:
+        status = span.status
     status_error = status is not None and status.status_code is _ERROR
     tool_status = attributes.get(_TOOL_STATUS)
     transport_error = (

@@ -17,7 +17,7 @@ import time
 from typing import Any
 
 import pytest
-from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor, TracerProvider
 from prometheus_client import CollectorRegistry, generate_latest
 
 from telemetry import conventions as c
@@ -182,3 +182,35 @@ def test_a_child_forked_while_a_count_is_held_counts_its_own_spans() -> None:
     assert os.waitstatus_to_exitcode(status) == 0
     assert _value(observer.metrics.registry, c.METRIC_TOOL_CALLS_TOTAL, CALL) == 1  # the parent's own count
     found.provider.shutdown()
+
+
+def test_a_span_object_with_only_the_public_properties_is_counted_the_same() -> None:
+    """Another SDK's span (or a wrapper) without the OpenTelemetry SDK's private fields: the
+    processor reads its public properties instead, and counts it as it counts the SDK's own."""
+    observer = observe_tool_spans(registry=CollectorRegistry(), outcomes=["quota_exceeded"])
+    assert observer.metrics is not None
+    provider = TracerProvider()
+    kept: list[Any] = []
+
+    class Keep(SpanProcessor):
+        def on_end(self, span: ReadableSpan) -> None:
+            kept.append(span)
+
+    provider.add_span_processor(Keep())
+    name, attrs = peer_attributes(c.FORMAT_GENAI, "charge", '{"success": false, "error": "quota_exceeded"}')
+    provider.get_tracer("a-peer").start_span(name, attributes=attrs, start_time=10**18).end(end_time=10**18 + 10**7)
+    sdk = kept[0]
+
+    class Public:
+        """Only what ReadableSpan's public API offers."""
+
+        name, attributes, status, events = sdk.name, dict(sdk.attributes), sdk.status, sdk.events
+        context, parent, start_time, end_time = sdk.context, sdk.parent, sdk.start_time, sdk.end_time
+
+    observer.on_end(Public())  # type: ignore[arg-type]
+    observer.on_end(sdk)
+    registry = observer.metrics.registry
+    assert _value(registry, c.METRIC_TOOL_CALLS_TOTAL, CALL) == 2
+    assert _value(registry, c.METRIC_TOOL_CALL_DURATION + "_sum", {c.LABEL_TOOL: "charge"}) == pytest.approx(0.02)
+    assert _value(registry, c.METRIC_INTERNAL_ERRORS_TOTAL, {c.LABEL_STAGE: c.STAGE_SPAN}) == 0
+    provider.shutdown()
