@@ -298,18 +298,52 @@ class ToolSpanObserver(SpanProcessor):
         if not judged:
             self._unjudged(fmt.name, recorded)
         tool = self._names.get(name)
+        # The counting, written out here rather than in a method of its own: it runs once per tool
+        # span, and a call with its arguments costs as much as several of the steps below.
         try:
-            self._count(metrics, span, tool if tool is not None else self._tool_label(name), transport, outcome, masked)
+            key = (tool if tool is not None else self._tool_label(name), transport, outcome, masked)
+            plans = self._plans
+            plan = plans[1].get(key) if plans[0] is metrics else None
+            if plan is None:
+                plan = self._plan_for(metrics, key)
+            try:  # the SDK's own fields behind the properties (as for the attributes, in on_end)
+                start, end, context = span._start_time, span._end_time, span._context  # type: ignore[attr-defined]
+            except AttributeError:
+                start, end, context = span.start_time, span.end_time, span.context
+            seconds = (end - start) / 1e9 if start is not None and end is not None and end >= start else None
+            # Exemplars on the calls a panel's spike is about: the failed ones (each good call is
+            # spared making one).
+            trace_id = None
+            if plan.exemplar and context is not None and context.trace_flags & _SAMPLED:
+                trace_id = context.trace_id
+            held = plan.held
+            if held is None:  # the public methods count it now
+                self._count_now(plan, seconds, trace_id)
+                return
+            bucket = bisect_left(plan.direct.bounds, seconds) if seconds is not None else -1  # type: ignore[union-attr]
+            lock = self._held_lock
+            lock.acquire()  # not `with`: its enter and exit calls cost more than the additions it guards
+            try:  # held until the next collection (flush_counts)
+                held[0] += 1
+                if bucket >= 0:
+                    held[1] += seconds
+                    held[2][bucket] += 1
+                if trace_id is not None:
+                    held[3] = trace_id
+                    held[4] = end if end is not None else time.time_ns()
+            finally:
+                lock.release()
         except Exception as exc:
             _safe.report(c.STAGE_METRICS, "observe_tool_spans counting a tool span", exc, metrics)
 
-    def _count(self, metrics: ToolMetrics, span: ReadableSpan, tool: str, transport: str, outcome: str, masked: bool) -> None:
+    def _plan_for(self, metrics: ToolMetrics, key: tuple[str, str, str, bool]) -> _Plan:
+        """The plan of this kind of call in ``metrics``, made the first time it is met."""
         plans = self._plans
         if plans[0] is not metrics:  # another runtime's metrics: its own children
             plans = self._switch(metrics)
-        key = (tool, transport, outcome, masked)
         plan = plans[1].get(key)
         if plan is None:
+            tool, transport, outcome, masked = key
             label = outcome if outcome in self._label_outcomes else c.OUTCOME_OTHER
             plan = self._plan(metrics, tool, transport, outcome, label, masked)
             if len(plans[1]) >= _PLANS_KEPT:
@@ -318,30 +352,10 @@ class ToolSpanObserver(SpanProcessor):
                     self._retired = list(plans[1].values())
                     plans[1].clear()
             plans[1][key] = plan
-        try:  # the SDK's own fields behind the properties (as for the attributes, in on_end)
-            start, end = span._start_time, span._end_time  # type: ignore[attr-defined]
-        except AttributeError:
-            start, end = span.start_time, span.end_time
-        seconds = (end - start) / 1e9 if start is not None and end is not None and end >= start else None
-        # Exemplars on the calls a panel's spike is about: the failed ones (each good call is
-        # spared making one).
-        trace_id = None
-        if plan.exemplar:
-            context = span.context
-            if context is not None and context.trace_flags & _SAMPLED:
-                trace_id = context.trace_id
-        held = plan.held
-        if held is not None:  # held until the next collection (flush_counts)
-            bucket = bisect_left(plan.direct.bounds, seconds) if seconds is not None else -1  # type: ignore[union-attr]
-            with self._held_lock:
-                held[0] += 1
-                if bucket >= 0:
-                    held[1] += seconds
-                    held[2][bucket] += 1
-                if trace_id is not None:
-                    held[3] = trace_id
-                    held[4] = end if end is not None else time.time_ns()
-            return
+        return plan
+
+    def _count_now(self, plan: _Plan, seconds: float | None, trace_id: int | None) -> None:
+        """One call counted through prometheus-client's public methods (values it keeps elsewhere)."""
         exemplar = None
         if trace_id is not None:
             known = self._trace_hex  # a run's tool spans share a trace: its hex is made once
