@@ -67,34 +67,35 @@ def _tool_format_any(attributes: Mapping[str, Any]) -> SpanFormat | None:
 
 
 def _tool_format_five(attributes: Mapping[str, Any]) -> SpanFormat | None:
-    """:func:`_tool_format_any` unrolled for the five formats of today (no loop to run)."""
-    get = attributes.get
-    found = get(_M0)
-    if found is not None:
+    """:func:`_tool_format_any` unrolled for the five formats of today (no loop to run). Written
+    with ``in`` and ``[]``, which cost less than a ``get`` method call: on a span with none of the
+    markers (most spans) this is five containment checks."""
+    if _M0 in attributes:
+        found = attributes[_M0]
         if found == _V0:
             return _F0
         if type(found) is str and found[:1] == '"':
             return span_format_of(attributes)
-    found = get(_M1)
-    if found is not None:
+    if _M1 in attributes:
+        found = attributes[_M1]
         if found == _V1:
             return _F1
         if type(found) is str and found[:1] == '"':
             return span_format_of(attributes)
-    found = get(_M2)
-    if found is not None:
+    if _M2 in attributes:
+        found = attributes[_M2]
         if found == _V2:
             return _F2
         if type(found) is str and found[:1] == '"':
             return span_format_of(attributes)
-    found = get(_M3)
-    if found is not None:
+    if _M3 in attributes:
+        found = attributes[_M3]
         if found == _V3:
             return _F3
         if type(found) is str and found[:1] == '"':
             return span_format_of(attributes)
-    found = get(_M4)
-    if found is not None:
+    if _M4 in attributes:
+        found = attributes[_M4]
         if found == _V4:
             return _F4
         if type(found) is str and found[:1] == '"':
