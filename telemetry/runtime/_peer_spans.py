@@ -111,10 +111,15 @@ else:  # a format was added to telemetry._span_formats: the loop serves until th
     tool_format = _tool_format_any
 
 
+def _says_error(tool_status: Any) -> bool:
+    """Whether Strands' ``gen_ai.tool.status`` says the call failed."""
+    return isinstance(tool_status, str) and tool_status.lower() == "error"
+
+
 def _raised(span: ReadableSpan) -> bool:
     """Whether the span carries an ``exception`` event (the SDK's own list, not a copy, when it can)."""
-    try:
-        events = span._events  # type: ignore[attr-defined]
+    try:  # the deque inside the SDK's BoundedList: its length without a Python-level __len__
+        events = span._events._dq  # type: ignore[attr-defined]
     except AttributeError:
         events = span.events
     return bool(events) and any(event.name == _EXCEPTION_EVENT for event in events)
@@ -163,11 +168,10 @@ def read(
     except AttributeError:
         status = span.status
     status_error = status is not None and status.status_code is _ERROR
-    tool_status = attributes.get(_TOOL_STATUS)
     transport_error = (
         status_error
-        or (isinstance(tool_status, str) and tool_status.lower() == "error")
         or _ERROR_TYPE in attributes
+        or (_TOOL_STATUS in attributes and _says_error(attributes[_TOOL_STATUS]))
         or _raised(span)
     )
     try:
