@@ -55,8 +55,8 @@ nothing is counted while none is. Add the processor to the provider the runtime 
 (``Runtime.provider``, or the application's provider given to ``configure``), so that it sees our
 spans too.
 
-Cost: a span that is not a peer's tool span is turned away by five dict lookups on the SDK's
-attribute dict. A tool span's result is judged once per distinct short text
+Cost: a span that is not a peer's tool span is turned away by five containment checks on the
+SDK's attribute dict. A tool span's result is judged once per distinct short text
 (:class:`telemetry.envelopes.RecordedVerdicts`: tools return the same few texts again and again),
 the metric children each kind of call increments are looked up once, and its counts are held by
 that kind of call under one lock until the metrics are collected
