@@ -208,9 +208,10 @@ class ToolMetrics:
             self._before_collect = self._before_collect + (flush,)
 
     def forget_before_collect(self, flush: Callable[[], None]) -> None:
-        """Stop calling ``flush`` before a collection (nothing when it was not given)."""
+        """Stop calling ``flush`` before a collection (nothing when it was not given). Compared by
+        equality: a bound method is a new object each time it is looked up."""
         with self._hook_lock:
-            self._before_collect = tuple(f for f in self._before_collect if f is not flush)
+            self._before_collect = tuple(f for f in self._before_collect if f != flush)
 
     def _flushed_first(self, collect: Callable[[], Iterable[Any]]) -> Callable[[], Iterable[Any]]:
         def flushed_then_collect() -> Iterable[Any]:

@@ -214,9 +214,13 @@ class ToolSpanObserver(SpanProcessor):
             _safe.report(c.STAGE_SPAN, "observe_tool_spans reading an ended span", exc, self.metrics)
 
     def shutdown(self) -> None:
-        """Stop counting (spans ending later are ignored); the counts stay in the registry."""
+        """Stop counting (spans ending later are ignored); the counts stay in the registry, and
+        the metrics no longer call this processor (nothing of it is kept alive by them)."""
         self._closed = True
         self.flush_counts()
+        for metrics in (self._plans[0], self.metrics):
+            if metrics is not None:
+                metrics.forget_before_collect(self.flush_counts)
 
     def force_flush(self, timeout_millis: int = 30000) -> bool:
         """Hand the counts held since the last collection to the metrics (a collection does it too)."""
@@ -225,8 +229,7 @@ class ToolSpanObserver(SpanProcessor):
 
     def unregister(self) -> None:
         """Remove this processor's own metrics from its registry (nothing when it has none)."""
-        self._closed = True
-        self.flush_counts()
+        self.shutdown()
         if self.metrics is not None:
             self.metrics.unregister()
 
@@ -348,8 +351,7 @@ class ToolSpanObserver(SpanProcessor):
             plan = self._plan(metrics, tool, transport, outcome, label, masked)
             if len(plans[1]) >= _PLANS_KEPT:
                 with self._lock:
-                    self.flush_counts()
-                    self._retired = list(plans[1].values())
+                    self._retire(plans[1])
                     plans[1].clear()
             plans[1][key] = plan
         return plan
@@ -372,14 +374,19 @@ class ToolSpanObserver(SpanProcessor):
             if plan.stale_sends is not None:
                 plan.stale_sends.inc()
 
+    def _retire(self, plans: dict[tuple[str, str, str, bool], _Plan]) -> None:
+        """Hand over what ``plans`` hold before they are dropped, and keep them for the next
+        :meth:`flush_counts` (a thread may still add to one it found before they were dropped)."""
+        self.flush_counts()
+        self._retired = list(plans.values())
+
     def _switch(self, metrics: ToolMetrics) -> tuple[ToolMetrics | None, dict[tuple[str, str, str, bool], _Plan]]:
         """Count in ``metrics`` from now on: what is held for the metrics before goes to them first."""
         with self._lock:
             plans = self._plans
             if plans[0] is metrics:
                 return plans
-            self.flush_counts()
-            self._retired = list(plans[1].values())
+            self._retire(plans[1])
             previous = plans[0]
             if previous is not None and previous is not self.metrics:
                 previous.forget_before_collect(self.flush_counts)

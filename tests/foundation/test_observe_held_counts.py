@@ -10,10 +10,12 @@ over; a failure while handing them over is contained and counted.
 
 from __future__ import annotations
 
+import gc
 import os
 import signal
 import threading
 import time
+import weakref
 from typing import Any
 
 import pytest
@@ -214,3 +216,23 @@ def test_a_span_object_with_only_the_public_properties_is_counted_the_same() -> 
     assert _value(registry, c.METRIC_TOOL_CALL_DURATION + "_sum", {c.LABEL_TOOL: "charge"}) == pytest.approx(0.02)
     assert _value(registry, c.METRIC_INTERNAL_ERRORS_TOTAL, {c.LABEL_STAGE: c.STAGE_SPAN}) == 0
     provider.shutdown()
+
+
+def test_a_shut_down_processor_is_no_longer_held_by_the_metrics_it_counted_in() -> None:
+    """A runtime's metrics call the processor before each collection only while it counts there:
+    after it moved to another runtime's metrics, and after its provider shut down, nothing of it
+    is kept alive by them (an application that replaces its provider does not leak processors)."""
+    found = Peer(observe_tool_spans())
+    with capture() as first:
+        found.call(c.FORMAT_GENAI, "charge")
+        with capture() as second:
+            found.call(c.FORMAT_GENAI, "charge")
+            alive = weakref.ref(found.observer)
+            assert first.calls("charge", transport=c.TRANSPORT_OK, readback=c.READBACK_UNKNOWN,
+                               outcome=c.OUTCOME_OTHER) == 1
+            found.provider.shutdown()
+            assert second.calls("charge", transport=c.TRANSPORT_OK, readback=c.READBACK_UNKNOWN,
+                                outcome=c.OUTCOME_OTHER) == 1
+            del found
+            gc.collect()
+            assert alive() is None
