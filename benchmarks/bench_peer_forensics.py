@@ -10,7 +10,8 @@ repeated, so the span-format layer and both peer questions have work). Then meas
 ``report`` over each, in a fresh process each (wall, CPU seconds, peak RSS), split into its
 steps like ``bench_forensics``, in three rounds alternating the two files (the ratio is the median
 of the rounds': one busy spell of a shared machine would otherwise hit one side only). Target:
-the report over peer spans at most 1.3x the report over ours (CPU seconds). Writes ``bench-output/peer_forensics.json``.
+the report over peer spans at most 1.3x the report over ours (CPU seconds). Writes
+``bench-output/peer_forensics.json``.
 """
 
 from __future__ import annotations

@@ -11,9 +11,9 @@
 - ``peer_name_kind(name)``: the kind a tool's name says (:mod:`telemetry._tool_kinds`, the audit's rules).
 
 Each runs once per peer tool span while ``peer_spans`` is built (the name and result functions
-remembering the verdicts of short texts they have seen: tool names, ``{"ok": true}``), never per question and never for our own spans. Every text is hostile: parsed with the
-standard JSON parser only, bounded in size, and any failure is a status, never an exception into
-DuckDB. ``--tool-spans`` selectors are inserted into ``tool_span_selection`` with bound values.
+remembering the verdicts of short texts they have seen: tool names, ``{"ok": true}``), never per
+question and never for our own spans. Every text is hostile: parsed with the standard JSON parser
+only, bounded in size, and any failure is a status, never an exception into DuckDB. ``--tool-spans`` selectors are inserted into ``tool_span_selection`` with bound values.
 """
 
 from __future__ import annotations
