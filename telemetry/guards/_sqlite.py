@@ -15,9 +15,11 @@ unopenable database becomes :class:`StoreUnavailable`, which names the file and 
 from __future__ import annotations
 
 import os
+import random
 import re
 import sqlite3
 import threading
+import time
 import weakref
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
@@ -60,6 +62,26 @@ def error_code(exc: sqlite3.Error) -> int | None:
         return code & 0xFF
     text = str(exc).lower()
     return next((known for needle, known in _MESSAGE_CODES if needle in text), None)
+
+
+def _enter_wal(conn: sqlite3.Connection) -> None:
+    """Put the database in WAL mode, waiting out the other processes doing the same.
+
+    Switching a new file to WAL takes its exclusive lock from a shared one. When two processes
+    open a fresh store at once, both hold the shared lock and want the exclusive one: SQLite
+    answers one of them SQLITE_BUSY at once, without the busy handler, since waiting would
+    deadlock. The other finishes the switch (WAL mode is kept in the file), so this one retries
+    after a short random pause until the busy timeout, and then finds the file already in WAL.
+    """
+    deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
+    while True:
+        try:
+            conn.execute("PRAGMA journal_mode = WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if error_code(exc) not in (_BUSY, _LOCKED) or time.monotonic() >= deadline:
+                raise
+        time.sleep(random.uniform(0.001, 0.02))
 
 
 def map_error(path: str, exc: BaseException) -> BaseException:
@@ -106,7 +128,7 @@ class SQLiteStore:
         conn.row_factory = sqlite3.Row
         conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
         if not self._memory:
-            conn.execute("PRAGMA journal_mode = WAL")
+            _enter_wal(conn)
             conn.execute("PRAGMA synchronous = NORMAL")
         conn.execute("PRAGMA foreign_keys = ON")
         return conn

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import threading
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -121,6 +122,31 @@ def test_a_store_whose_folder_vanished_cannot_open(tmp_path: Path) -> None:
     with pytest.raises(StoreUnavailable) as info:
         StateStore(store)
     assert info.value.reason == "cannot_open" and "gone" in str(info.value)
+
+
+def test_opening_a_fresh_store_waits_for_a_writer_instead_of_failing(tmp_path: Path) -> None:
+    """Another process mid-write on a store file not yet in WAL mode: opening waits and succeeds.
+
+    Switching to WAL from a read lock while another connection holds the write lock is answered
+    SQLITE_BUSY at once (SQLite's deadlock rule skips the busy handler); four processes opening
+    one fresh store together met this in CI. Here the writer is held for a known time instead.
+    """
+    path = tmp_path / "guards.db"
+    writer = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    writer.execute("CREATE TABLE other (x)")
+    writer.execute("BEGIN IMMEDIATE")
+    writer.execute("INSERT INTO other VALUES (1)")
+    release = threading.Timer(0.3, writer.execute, ("COMMIT",))
+    release.start()
+    try:
+        state = StateStore(SQLiteStore(path))
+        assert _write(state)["ok"]
+    finally:
+        release.join()
+        writer.close()
+    with sqlite3.connect(path) as check:
+        assert check.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+        assert check.execute("SELECT x FROM other").fetchall() == [(1,)], "the other writer's row was lost"
 
 
 def test_a_home_relative_path_is_expanded_for_opening(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
