@@ -191,6 +191,22 @@ def test_non_tool_parents_are_read_so_skew_through_them_is_seen(chdb_dir: Path, 
         assert files.evidence.as_dict()["clock_skew"]["judged_on"] == "every parent/child pair read"
 
 
+def test_skipped_bad_rows_leave_the_parent_count_as_the_rows_kept(chdb_dir: Path, database: str) -> None:
+    """A bad parent row and a bad tool row skipped: the evidence's parent spans are the three
+    parents kept (the count comes from the select's own tool rule, less the skipped parents)."""
+    rows = [list(r) for r in exporter_rows(_skew_lines())]
+    parent = next(r for r in rows if r[2] == hex_id("g0", 16))
+    tool = next(r for r in rows if r[2] == hex_id("c1", 16))
+    parent[12] = tool[12] = 2**64 - 1  # the end past 2^63: a bad row
+    _fill(chdb_dir, database, rows)
+    with open_ch(chdb_dir, database, skip_bad_rows=True) as ch:
+        assert ch.load_report.skipped_row_count == 2
+        assert ch.load_report.parent_spans == 3
+        assert ch.evidence.as_dict()["clock_skew"]["judged_on"].startswith("tool spans and their 3 parent span(s)")
+        reasons = {r["span_id"]: r["reason"] for r in ch.evidence.as_dict()["rows_skipped"]["rows"]}
+        assert reasons[hex_id("g0", 16)].startswith("a span's startTimeUnixNano or endTimeUnixNano")
+
+
 def test_skew_only_between_other_spans_is_not_seen_and_the_evidence_says_so(
         chdb_dir: Path, database: str, tmp_path: Path) -> None:
     """A grandparent pair (two non-tool spans of different services) is skew the file path sees

@@ -12,7 +12,8 @@ bounded in time (the window, padded for the runs that straddle it, and widened t
 their traces when the exporter's ``<table>_trace_id_ts`` lookup table says where they lie), so it
 costs what the window holds, not what the table holds. Each attribute map is cut to the keys read
 with one ``mapFilter`` per row. What comes back: one row per span, as text (times included) and
-lists of text, as Arrow.
+lists of text, as Arrow; and whether each span is a tool span by the rule that chose it
+(``is_tool``), so the spans read only as parents are counted without judging them again.
 """
 
 from __future__ import annotations
@@ -314,6 +315,7 @@ SELECT
     toString(ServiceName) AS service_name,
     toString(ScopeName) AS scope_name,
     toString(ScopeVersion) AS scope_version,
+    toUInt8({tool}) AS is_tool,
     attribute_bytes,
     kept_keys AS attribute_keys,
     if(kept_arrays, arrayMap((k, v) -> if({is_array}, NULL, v), kept_keys, kept_values),

@@ -30,7 +30,6 @@ from ._select import (
     LOOKUP_SUFFIX,
     MAX_ROW_BYTES,
     ReadWindow,
-    attribute_keys,
     check_columns,
     is_lookup_table,
     quote_identifier,
@@ -87,6 +86,7 @@ WITH keyed AS (
              ELSE list_transform(range(1, len(attribute_keys) + 1), lambda i:
                       CASE WHEN attribute_values[i] IS NULL THEN CAST(attribute_arrays[i] AS VARCHAR[]) END)
         END AS attribute_arrays,
+        is_tool,
         coalesce(otlp_span_problem(s), CASE WHEN attribute_bytes > $max_row_bytes THEN
             'a span''s attribute values add up to ' || attribute_bytes || ' bytes, more than a row may bring ('
             || $max_row_bytes || ' bytes, the JSON-lines --max-line-bytes)' END) AS problem
@@ -94,7 +94,8 @@ WITH keyed AS (
 ),
 {_CHECKED} AS (
 SELECT
-    CASE WHEN problem IS NULL THEN CAST($source AS VARCHAR) ELSE chr(0) || problem END AS source_file,
+    CASE WHEN problem IS NULL THEN CAST($source AS VARCHAR)
+         ELSE chr(0) || CASE WHEN is_tool = 1 THEN $tool_mark ELSE $parent_mark END || problem END AS source_file,
     resource_attributes, scope_name, scope_version,
     CASE WHEN problem IS NULL THEN s
          ELSE struct_pack(traceId := s.traceId, spanId := s.spanId, parentSpanId := s.parentSpanId, name := s.name,
@@ -110,20 +111,11 @@ SELECT * FROM otlp_typed('{_CHECKED}')
 (``otlp_span_problem``, the JSON path's, or more attribute bytes than a row may bring) keeps its
 ids, gets times that type, and carries the rule it breaks in ``source_file``; then every row is
 typed alike (``otlp_typed``, as the JSON-lines path types its spans) straight from the stream into
-``spans_loaded``, one materialisation, and the bad ones are named and removed after. (The
-relation names are constants; the values are bound.)"""
+``spans_loaded``, one materialisation, and the bad ones are named and removed after (a bad row's
+``source_file`` is NUL, then :data:`_TOOL_MARK` or :data:`_PARENT_MARK` as the select judged it,
+then the rule). (The relation names are constants; the values are bound.)"""
 
-_TOOL_SQL = f"""
-SELECT count(*) FROM {SPANS_LOADED}
-WHERE NOT list_has_any(attribute_keys, CAST($tool_keys AS VARCHAR[]))
-  AND NOT list_has_any(list_transform(range(1, len(attribute_keys) + 1), lambda i:
-                           attribute_keys[i] || chr(0) || coalesce(attribute_values[i], '')),
-                       CAST($markers AS VARCHAR[]))
-"""
-"""Loaded spans that are not tool spans (the select's rule): read only because they parent one.
-(The markers are looked at only on the spans without a tool key: a filter's second condition runs
-on the rows the first one kept.)"""
-
+_TOOL_MARK, _PARENT_MARK = "t", "p"
 
 @dataclass(frozen=True)
 class ClickHouseRead:
@@ -161,14 +153,19 @@ class _Counted:
     def __init__(self, batches: Iterator[Any], budget: int, progress: Progress | None):
         self._batches, self._budget, self._progress = batches, budget, progress
         self.rows = 0
+        self.parents = 0
+        """Rows the select judged not tool spans (read only because they parent one)."""
         self.over = False
         self.failure: ClickHouseInputError | None = None
         self._said = time.perf_counter()
 
     def __iter__(self) -> Iterator[Any]:
+        import pyarrow.compute as pc
+
         try:
             for batch in self._batches:
                 self.rows += batch.num_rows
+                self.parents += batch.num_rows - (pc.sum(batch.column("is_tool")).as_py() or 0)
                 if self.rows > self._budget:
                     self.over = True
                     return
@@ -188,7 +185,7 @@ def _empty_batch() -> Any:
     fields = [("trace_id", text), ("span_id", text), ("parent_span_id", text), ("name", text), ("kind", text),
               ("status_code", text), ("status_message", text), ("raised", pa.bool_()), ("exception_type", text),
               ("start_time_unix_nano", text), ("end_time_unix_nano", text), ("service_name", text), ("scope_name", text),
-              ("scope_version", text), ("attribute_bytes", pa.uint64()), ("attribute_keys", texts),
+              ("scope_version", text), ("is_tool", pa.uint8()), ("attribute_bytes", pa.uint64()), ("attribute_keys", texts),
               ("attribute_values", texts), ("attribute_arrays", pa.list_(texts))]
     return pa.RecordBatch.from_pylist([], schema=pa.schema(fields))
 
@@ -237,7 +234,8 @@ def load_clickhouse(
             try:
                 con.execute(_TYPED_SQL, {"source": connection.label, "service_key": c.SERVICE_NAME,
                                          "max_row_bytes": MAX_ROW_BYTES, "exception": c.EXCEPTION_EVENT,
-                                         "exception_type": c.EXCEPTION_TYPE}).fetchall()
+                                         "exception_type": c.EXCEPTION_TYPE, "tool_mark": _TOOL_MARK,
+                                         "parent_mark": _PARENT_MARK}).fetchall()
             except duckdb.Error as exc:
                 if counted.failure is None and not counted.over:
                     raise ClickHouseInputError(f"the spans from {where} could not be read: {exc}") from None
@@ -251,15 +249,12 @@ def load_clickhouse(
                 "parents); narrow the window (--since/--until or --last), name one --service, or raise "
                 "--max-spans (the spans are held on disk, so mostly time grows with it)")
         report = LoadReport(files=0, source=where)
-        _judge_rows(con, report, read.skip_bad_rows, where, connection.label)
+        skipped_parents = _judge_rows(con, report, read.skip_bad_rows, where, connection.label)
     except BaseException:
         con.execute(f"DROP TABLE IF EXISTS {SPANS_LOADED}").fetchall()
         raise
     report.spans = int(con.execute(f"SELECT count(*) FROM {SPANS_LOADED}").fetchall()[0][0])
-    keys = attribute_keys()
-    markers = [f"{key}\x00{value}" for key, values in keys.markers.items() for value in values]
-    report.parent_spans = int(con.execute(_TOOL_SQL, {"tool_keys": list(keys.tool_keys),
-                                                      "markers": markers}).fetchall()[0][0])
+    report.parent_spans = counted.parents - skipped_parents
     finish_load(con, report)
     report.seconds = time.perf_counter() - started
     if progress:
@@ -267,14 +262,15 @@ def load_clickhouse(
     return report
 
 
-def _judge_rows(con: duckdb.DuckDBPyConnection, report: LoadReport, skip: bool, where: str, label: str) -> None:
+def _judge_rows(con: duckdb.DuckDBPyConnection, report: LoadReport, skip: bool, where: str, label: str) -> int:
     """Refuse the read over the rows that break a rule, or (``skip``) count them; either way they
-    leave ``spans_loaded``."""
-    bad = int(con.execute(f"SELECT count(*) FROM {SPANS_LOADED} WHERE source_file <> $label",
-                          {"label": label}).fetchall()[0][0])
+    leave ``spans_loaded``. Returns how many of the skipped rows were not tool spans."""
+    bad, parents = (int(n) for n in con.execute(
+        f"SELECT count(*), count(*) FILTER (WHERE source_file[2] = $parent) FROM {SPANS_LOADED} "
+        "WHERE source_file <> $label", {"label": label, "parent": _PARENT_MARK}).fetchall()[0])
     if not bad:
-        return
-    named = [SkippedRow(str(trace), str(span), str(reason)[1:]) for trace, span, reason in con.execute(
+        return 0
+    named = [SkippedRow(str(trace), str(span), str(reason)[2:]) for trace, span, reason in con.execute(
         f"SELECT trace_id, span_id, source_file FROM {SPANS_LOADED} WHERE source_file <> $label "
         f"ORDER BY trace_id, span_id LIMIT {LISTED_BAD_ROWS}", {"label": label}).fetchall()]
     if not skip:
@@ -286,6 +282,7 @@ def _judge_rows(con: duckdb.DuckDBPyConnection, report: LoadReport, skip: bool, 
             "Timestamp, endTimeUnixNano Timestamp + Duration.) Pass --skip-bad-lines to read the rest")
     con.execute(f"DELETE FROM {SPANS_LOADED} WHERE source_file <> $label", {"label": label}).fetchall()
     report.skipped_rows, report.skipped_row_count = named, bad
+    return parents
 
 
 def _chain(first: Any, rest: Iterator[Any]) -> Iterator[Any]:
