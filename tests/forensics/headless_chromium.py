@@ -11,15 +11,14 @@ from __future__ import annotations
 
 import base64
 import fcntl
+import io
 import json
 import os
 import select
 import shutil
-import struct
 import subprocess
 import tempfile
 import time
-import zlib
 from pathlib import Path
 from typing import Any
 
@@ -168,39 +167,17 @@ class Browser:
 
 
 def png_pixels(png: bytes) -> tuple[int, int, list[bytes]]:
-    """Decode an 8-bit RGB/RGBA PNG into (width, height, rows of raw pixel bytes)."""
+    """Decode a PNG into (width, height, rows of raw RGB bytes), with Pillow (a real decoder: a
+    screenshot of the whole report is millions of pixels)."""
+    from PIL import Image
+
     assert png[:8] == b"\x89PNG\r\n\x1a\n"
-    pos, idat, width = 8, b"", 0
-    height = depth = colour = 0
-    while pos < len(png):
-        length, kind = struct.unpack(">I4s", png[pos:pos + 8])
-        body = png[pos + 8:pos + 8 + length]
-        if kind == b"IHDR":
-            width, height, depth, colour = struct.unpack(">IIBB", body[:10])
-        elif kind == b"IDAT":
-            idat += body
-        pos += 12 + length
-    assert depth == 8 and colour in (2, 6), (depth, colour)
-    bpp = 3 if colour == 2 else 4
-    raw, stride, rows, prev = zlib.decompress(idat), width * bpp, [], bytearray(width * bpp)
-    for y in range(height):
-        kind, line = raw[y * (stride + 1)], bytearray(raw[y * (stride + 1) + 1:(y + 1) * (stride + 1)])
-        for i in range(stride):
-            a = line[i - bpp] if i >= bpp else 0
-            b = prev[i]
-            c = prev[i - bpp] if i >= bpp else 0
-            if kind == 1:
-                line[i] = (line[i] + a) & 255
-            elif kind == 2:
-                line[i] = (line[i] + b) & 255
-            elif kind == 3:
-                line[i] = (line[i] + (a + b) // 2) & 255
-            elif kind == 4:
-                pa, pb, pc = abs(b - c), abs(a - c), abs(a + b - 2 * c)
-                line[i] = (line[i] + (a if pa <= pb and pa <= pc else b if pb <= pc else c)) & 255
-        rows.append(bytes(line))
-        prev = line
-    return width, height, rows
+    with Image.open(io.BytesIO(png)) as image:
+        rgb = image.convert("RGB")
+        width, height = rgb.size
+        data = rgb.tobytes()
+    stride = width * 3
+    return width, height, [data[y * stride:(y + 1) * stride] for y in range(height)]
 
 
 def file_url(path: Path) -> str:
