@@ -30,7 +30,6 @@ import logging
 import os
 import threading
 import time
-import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -48,6 +47,7 @@ from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 from .. import conventions as c
 from ..exceptions import ConfigurationError
 from . import _containment as _safe
+from ._fork import renew_after_fork
 
 if TYPE_CHECKING:
     from ._metrics import ToolMetrics
@@ -151,9 +151,7 @@ class CountingBatchProcessor(SpanProcessor):
         self._abandon = False
         self._stalled = False
         self._start_worker()
-        if hasattr(os, "register_at_fork"):
-            ref = weakref.WeakMethod(self._after_fork)
-            os.register_at_fork(after_in_child=lambda: (m := ref()) is not None and m())
+        renew_after_fork(self)
 
     def _start_worker(self) -> None:
         self._worker = threading.Thread(target=self._run, name=f"outcome-telemetry-{self.exporter_label}-export", daemon=True)

@@ -29,7 +29,6 @@ import os
 import re
 import threading
 import time
-import weakref
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -40,6 +39,7 @@ from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 from .. import conventions as c
 from ..exceptions import ConfigurationError
 from . import _containment as _safe
+from ._fork import renew_after_fork
 from ._otlp_text import encode_line
 
 if TYPE_CHECKING:
@@ -86,15 +86,7 @@ class JsonLinesSpanExporter(SpanExporter):
         self._shutdown = False
         self.metrics: ToolMetrics | None = None
         """Where contained failures are counted (set by ``configure()``; else the active runtime's)."""
-        if hasattr(os, "register_at_fork"):
-            ref = weakref.ref(self)
-
-            def reinit() -> None:
-                exporter = ref()
-                if exporter is not None:
-                    exporter._after_fork()
-
-            os.register_at_fork(after_in_child=reinit)
+        renew_after_fork(self)
 
     def _after_fork(self) -> None:
         """In a forked child: a lock of its own (the parent's may have been held by a thread that

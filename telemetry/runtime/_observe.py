@@ -70,11 +70,9 @@ both paths.
 from __future__ import annotations
 
 import logging
-import os
 import re
 import threading
 import time
-import weakref
 from bisect import bisect_left
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping
@@ -92,6 +90,7 @@ from ..exceptions import ConfigurationError
 from . import _active as _state
 from . import _containment as _safe
 from . import _peer_spans
+from ._fork import renew_after_fork
 from ._metric_values import DirectValues, direct_values
 from ._metrics import ToolMetrics
 
@@ -184,9 +183,7 @@ class ToolSpanObserver(SpanProcessor):
         :meth:`flush_counts` also takes what a thread still holding one added after they were dropped."""
         if metrics is not None:
             metrics.before_collect(self.flush_counts)
-        if hasattr(os, "register_at_fork"):
-            ref = weakref.WeakMethod(self._after_fork)
-            os.register_at_fork(after_in_child=lambda: (m := ref()) is not None and m())
+        renew_after_fork(self)
 
     def _after_fork(self) -> None:
         """In a forked child: locks of its own. The parent's may have been held by a thread that
