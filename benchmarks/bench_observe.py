@@ -13,9 +13,8 @@ The spans: a peer tool span as pydantic-ai writes one (GenAI ``execute_tool`` wi
 attributes, the recorded result ``{"success": false, "error": "quota_exceeded"}``, so the whole
 path runs: the format, the envelope rules, the counts held for three counters, the histogram and
 the exemplar; handing them to prometheus-client's values happens once per collection of the
-metrics, whatever the number of spans since, so a scrape every few seconds adds nothing a span
-would measure), the
-same span with a good result, an LLM span (``gen_ai.operation.name = chat``, a dozen attributes:
+metrics, whatever the number of spans since, and is not in these per-span figures), the same span
+with a good result, an LLM span (``gen_ai.operation.name = chat``, a dozen attributes:
 the marker is there, its value is not a tool's) and a plain HTTP span. The processor remembers
 the verdict of each short result text (tools return the same few texts again and again); a
 last row, reported beside the target, gives every span a result text of its own (more distinct

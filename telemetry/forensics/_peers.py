@@ -13,7 +13,8 @@
 Each runs once per peer tool span while ``peer_spans`` is built (the name and result functions
 remembering the verdicts of short texts they have seen: tool names, ``{"ok": true}``), never per
 question and never for our own spans. Every text is hostile: parsed with the standard JSON parser
-only, bounded in size, and any failure is a status, never an exception into DuckDB. ``--tool-spans`` selectors are inserted into ``tool_span_selection`` with bound values.
+only, bounded in size, and any failure is a status, never an exception into DuckDB.
+``--tool-spans`` selectors are inserted into ``tool_span_selection`` with bound values.
 """
 
 from __future__ import annotations
@@ -277,6 +278,11 @@ _canonical = _canonical_encoder()
 _sha256 = hashlib.sha256
 
 
+def _text_hash(text: str) -> str:
+    """The 16-hex-digit identity of a text (lone surrogates kept, as recorded)."""
+    return _sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+
+
 @lru_cache(maxsize=4096)
 def _parameter_facts(names: tuple[Any, ...]) -> tuple[tuple[str, ...], str | None]:
     """(the names that are idempotency keys, the kind the names say): a tool passes the same names
@@ -297,7 +303,7 @@ def arguments_facts(text: str | None) -> tuple[str, str | None, bool, str | None
         return None
     try:
         if len(text) > c.MAX_RECORDED_RESULT_CHARS:  # never parsed; still identified
-            return RECORDED_TOO_LARGE, _sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16], False, None
+            return RECORDED_TOO_LARGE, _text_hash(text), False, None
         value = json_or_text(text)
         if type(value) is str and value is not text:  # a JSON text encoded once more
             value = json_or_text(value)
@@ -307,7 +313,7 @@ def arguments_facts(text: str | None) -> tuple[str, str | None, bool, str | None
         else:
             status = RECORDED_JUDGED
             canonical = _canonical(value)
-        digest = _sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+        digest = _text_hash(canonical)
         if type(value) is not dict:
             return status, digest, False, None
         inner = value.get("kwargs")  # traceloop and langfuse record {"args": [...], "kwargs": {...}}

@@ -1,11 +1,12 @@
 """The values behind prometheus-client children, counted straight: ``observe_tool_spans``' hot path.
 
 The counts of the peer tool spans ending on the application's provider become counter
-increments and histogram observations (handed over per kind of call, before each collection). prometheus-client's public methods check their arguments on every call;
-ours are always children made by ``labels``, amounts of 1 and a duration, so the counting is done
-on the values behind them, as the public methods do after their checks. Whenever a client
-release keeps its values elsewhere, :func:`direct_values` answers None and the public methods
-serve (tests/foundation/test_observe.py holds both paths to the same counts).
+increments and histogram observations (handed over per kind of call, before each collection).
+prometheus-client's public methods check their arguments on every call; ours are always children
+made by ``labels`` and counts and durations we added up, so the counting is done on the values
+behind them, as the public methods do after their checks. Whenever a client release keeps its
+values elsewhere, :func:`direct_values` answers None and the public methods serve
+(tests/foundation/test_observe.py holds both paths to the same counts).
 """
 
 from __future__ import annotations

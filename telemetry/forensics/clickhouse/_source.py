@@ -117,6 +117,7 @@ then the rule). (The relation names are constants; the values are bound.)"""
 
 _TOOL_MARK, _PARENT_MARK = "t", "p"
 
+
 @dataclass(frozen=True)
 class ClickHouseRead:
     """What to read: ``database.table``, the window that selects runs, and the span budget."""
@@ -185,8 +186,8 @@ def _empty_batch() -> Any:
     fields = [("trace_id", text), ("span_id", text), ("parent_span_id", text), ("name", text), ("kind", text),
               ("status_code", text), ("status_message", text), ("raised", pa.bool_()), ("exception_type", text),
               ("start_time_unix_nano", text), ("end_time_unix_nano", text), ("service_name", text), ("scope_name", text),
-              ("scope_version", text), ("is_tool", pa.uint8()), ("attribute_bytes", pa.uint64()), ("attribute_keys", texts),
-              ("attribute_values", texts), ("attribute_arrays", pa.list_(texts))]
+              ("scope_version", text), ("is_tool", pa.uint8()), ("attribute_bytes", pa.uint64()),
+              ("attribute_keys", texts), ("attribute_values", texts), ("attribute_arrays", pa.list_(texts))]
     return pa.RecordBatch.from_pylist([], schema=pa.schema(fields))
 
 
