@@ -110,11 +110,12 @@ import json, sys
 sys.path[:0] = {paths!r}
 from chdb_http import ChdbHttpServer, session_for
 session = session_for("{engine}")
-with ChdbHttpServer(session, "reader", "bench") as server:
+with ChdbHttpServer(session, "reader", "bench", path="{engine}") as server:
     print(server.port, flush=True)
     sys.stdin.read()
     spans = [r for r in server.requests if "mapFilter" in r["sql"] and "seconds" in r]
-    cost = {{k: spans[-1][k] for k in ("seconds", "cpu_seconds", "read_rows", "read_bytes")}} if spans else {{}}
+    last = spans[-1] if spans else {{}}
+    cost = {{k: last[k] for k in ("seconds", "cpu_seconds", "read_rows", "read_bytes") if k in last}}
     print(json.dumps(cost), flush=True)
 session.close()
 """

@@ -17,6 +17,7 @@ from __future__ import annotations
 import base64
 import json
 import re
+import secrets
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -24,6 +25,8 @@ from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
 CHUNK = 64 * 1024
+STREAM_BATCH_ROWS = 1
+"""Rows per Arrow batch streamed at least: each block as the engine makes it."""
 _CODE = re.compile(r"Code: (\d+)")
 
 
@@ -31,8 +34,11 @@ class ChdbHttpServer:
     """Serve ``session`` (a chdb Session) on 127.0.0.1 (``port``, else a free one) with one user
     and password."""
 
-    def __init__(self, session: Any, user: str, password: str, port: int = 0):
+    def __init__(self, session: Any, user: str, password: str, port: int = 0, path: str | None = None):
         self.session, self.user, self.password = session, user, password
+        self.path = path
+        """The engine's folder: each streamed query gets a handle of its own on it (a query that
+        fails mid-stream leaves its handle unusable), like a server's per-query context."""
         self.lock = threading.Lock()  # one query at a time on the session
         self.requests: list[dict[str, Any]] = []
         outer = self
@@ -92,17 +98,18 @@ class ChdbHttpServer:
                                            "is incorrect, or there is no user with such name. (AUTHENTICATION_FAILED)")
             return
         fmt = query.get("default_format", "TabSeparated")
+        streamed = _ARROW_STREAM.search(sql)
+        if streamed:
+            self._stream_arrow(handler, sql[:streamed.start()] + _settings_clause(query), params)
+            return
         try:
             with self.lock:
                 started, cpu = time.perf_counter(), time.process_time()
                 result = self.session.query(sql, fmt, params=params or None)
                 data = result.bytes() if hasattr(result, "bytes") else bytes(result)
                 self.requests[-1].update(_stats(result, time.perf_counter() - started, time.process_time() - cpu))
-        except Exception as exc:  # the engine's own error text, as the server would send it
-            text = str(exc)
-            match = _CODE.search(text)
-            code = int(match.group(1)) if match else 1001
-            self._error(handler, 404 if code in (60, 81) else 500, code, text)
+        except Exception as exc:
+            self._engine_error(handler, exc)
             return
         handler.send_response(200)
         handler.send_header("Content-Type", "application/octet-stream")
@@ -118,6 +125,63 @@ class ChdbHttpServer:
             handler.wfile.write(f"{len(piece):x}\r\n".encode() + piece + b"\r\n")
         handler.wfile.write(b"0\r\n\r\n")
 
+    def _stream_arrow(self, handler: BaseHTTPRequestHandler, sql: str, params: dict[str, str]) -> None:
+        """An ``ArrowStream`` result sent as the engine makes it, as a server does: each block an
+        lz4-compressed record batch (ClickHouse's default for the format) in a chunk of its own. A
+        failure before the first batch is an error response; one after it ends the body with the
+        error text between the tagged markers that ClickHouse 25.11 and later write (what a client
+        then fails to read as Arrow)."""
+        import chdb
+        import pyarrow as pa
+
+        with self.lock:
+            started, cpu = time.perf_counter(), time.process_time()
+            engine = chdb.connect(self.path) if self.path else None
+            try:
+                result = (engine or self.session).send_query(sql, "Arrow", params=params or None)
+                reader = result.record_batch(rows_per_batch=STREAM_BATCH_ROWS)
+            except Exception as exc:
+                if engine is not None:
+                    engine.close()
+                self._engine_error(handler, exc)
+                return
+            handler.send_response(200)
+            handler.send_header("Content-Type", "application/octet-stream")
+            handler.send_header("Transfer-Encoding", "chunked")
+            handler.send_header("X-ClickHouse-Format", "ArrowStream")
+            tag = secrets.token_hex(8)
+            handler.send_header("X-ClickHouse-Exception-Tag", tag)
+            handler.send_header("X-ClickHouse-Summary", json.dumps({"read_rows": "0", "read_bytes": "0"}))
+            handler.end_headers()
+            chunks, sent = _Chunked(handler), 0
+            try:
+                writer = pa.ipc.new_stream(chunks, reader.schema, options=pa.ipc.IpcWriteOptions(compression="lz4"))
+                for batch in reader:
+                    writer.write_batch(batch)
+                    chunks.flush()
+                    sent += 1
+                writer.close()
+            except Exception as exc:  # mid-stream, as a server (25.11 and later) ends the body
+                text = str(exc).encode()
+                chunks.write(b"__exception__\r\n%s\r\n%s\n%d %s\r\n__exception__\r\n"
+                             % (tag.encode(), text, len(text), tag.encode()))
+            finally:
+                result.close()
+                if engine is not None:
+                    engine.close()
+            chunks.flush()
+            handler.wfile.write(b"0\r\n\r\n")
+            # No rows-read count: a streamed chDB result does not report one.
+            self.requests[-1].update({"seconds": time.perf_counter() - started,
+                                      "cpu_seconds": time.process_time() - cpu, "batches_sent": sent})
+
+    def _engine_error(self, handler: BaseHTTPRequestHandler, exc: Exception) -> None:
+        """The engine's own error text, as the server would send it."""
+        text = str(exc)
+        match = _CODE.search(text)
+        code = int(match.group(1)) if match else 1001
+        self._error(handler, 404 if code in (60, 81) else 500, code, text)
+
     @staticmethod
     def _error(handler: BaseHTTPRequestHandler, status: int, code: int, text: str) -> None:
         data = text.encode()
@@ -127,6 +191,48 @@ class ChdbHttpServer:
         handler.send_header("Content-Length", str(len(data)))
         handler.end_headers()
         handler.wfile.write(data)
+
+
+_ARROW_STREAM = re.compile(r"\s+FORMAT\s+ArrowStream\s*$", re.IGNORECASE)
+_NOT_SETTINGS = frozenset({"query", "query_id", "session_id", "session_timeout", "session_check", "database",
+                           "default_format", "user", "password", "quota_key", "wait_end_of_query", "buffer_size",
+                           "compress", "decompress", "client_protocol_version"})
+"""URL parameters of the HTTP interface that are not settings; every other one is a setting."""
+_SETTING_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def _settings_clause(query: dict[str, str]) -> str:
+    """The URL's settings as a ``SETTINGS`` clause, as a server applies them to the query: names
+    checked as identifiers, values as quoted string literals (ClickHouse converts them)."""
+    pairs = []
+    for name, value in query.items():
+        if name in _NOT_SETTINGS or name.startswith("param_"):
+            continue
+        if not _SETTING_NAME.fullmatch(name):
+            raise ValueError(f"not a setting name: {name!r}")
+        quoted = value.replace("\\", "\\\\").replace("'", "\\'")
+        pairs.append(f"{name} = '{quoted}'")
+    return f" SETTINGS {', '.join(pairs)}" if pairs else ""
+
+
+class _Chunked:
+    """A writable file over a handler's body that sends what it holds as one HTTP chunk per flush."""
+
+    def __init__(self, handler: BaseHTTPRequestHandler):
+        self._handler, self._held = handler, bytearray()
+        self.closed = False
+
+    def write(self, data: Any) -> int:
+        self._held += data
+        return len(data)
+
+    def flush(self) -> None:
+        if self._held:
+            self._handler.wfile.write(f"{len(self._held):x}\r\n".encode() + bytes(self._held) + b"\r\n")
+            self._held.clear()
+
+    def close(self) -> None:
+        self.closed = True
 
 
 def _stats(result: Any, seconds: float, cpu_seconds: float) -> dict[str, Any]:

@@ -13,15 +13,18 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import pytest
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
 
 from telemetry import conventions as c
 from telemetry.exceptions import ClickHouseInputError, ClickHouseSchemaError, ClickHouseTableMissing, TooManySpans
 from telemetry.forensics import QUESTION_NAMES, Forensics, open_clickhouse, open_traces
 from telemetry.forensics._cli import main as forensics_main
 
-from clickhouse_support import create, exporter_rows, insert_rows, shifted_lines, write_lines
+from clickhouse_support import COLUMNS, create, exporter_rows, insert_rows, shifted_lines, write_lines
 from forensics_builder import T0_S, TraceBuilder, attrs, hex_id, ns, otlp_span_json, service_line
 from forensics_incidents import planted
 
@@ -75,6 +78,33 @@ def load_both(builder: TraceBuilder, tmp: Path, chdb_dir: Path, database: str, *
     finally:
         client.close()
     return write_lines(tmp / "traces.jsonl", lines)
+
+
+def fill_many(client: Any, database: str, copies: int) -> None:
+    """One read span as the exporter writes it, copied ``copies`` times with its own span id, run
+    (300 of them), key and time. The copies are made by the engine from the one inserted row (the
+    same rows as building each in Python: ids are the same SHA-256 prefixes and zero-padded
+    counters), since sending them through the client cost a second and tested nothing more."""
+    b = TraceBuilder()
+    b.add("run-0", "read_state", c.KIND_READ, "a", 0.0, attrs=attrs(STATE_KEY="k0", STATE_VERSION_READ=0))
+    template = next(exporter_rows(shifted_lines(b.lines(), SHIFT_NS)))
+    source = f"{database}_template"
+    create(client, database)
+    create(client, source)
+    try:
+        insert_rows(client, [template], source)
+        client.command(
+            f"INSERT INTO {database}.otel_traces ({', '.join(COLUMNS)}) SELECT "
+            "Timestamp + toIntervalNanosecond(number * 10000000), "
+            "lower(left(hex(SHA256(concat('trace:run-', toString(number % 300)))), 32)), "
+            f"leftPad(lower(hex(number + 1)), 16, '0'), {', '.join(COLUMNS[3:11])}, "
+            "mapUpdate(SpanAttributes, map({run:String}, concat('run-', toString(number % 300)), "
+            "{key:String}, concat('k', toString(number)), {read:String}, toString(number))), "
+            f"{', '.join(COLUMNS[12:])} FROM {source}.otel_traces AS template, numbers({{copies:UInt64}}) AS copies",
+            parameters={"run": c.GEN_AI_CONVERSATION_ID, "key": c.STATE_KEY, "read": c.STATE_VERSION_READ,
+                        "copies": copies})
+    finally:
+        client.command(f"DROP DATABASE IF EXISTS {source}")
 
 
 def open_ch(chdb_dir: Path, database: str, **options: Any) -> Forensics:
@@ -223,6 +253,44 @@ def test_more_spans_than_max_spans_is_refused_with_what_to_do(chdb_dir: Path, pl
         open_ch(chdb_dir, database, max_spans=10)
     with open_ch(chdb_dir, database, max_spans=len(planted().spans)) as ch:
         assert ch.load_report.spans == len(planted().spans)
+
+
+def test_a_read_that_fails_part_way_through_is_named_and_the_engine_reads_on(chdb_dir: Path, database: str) -> None:
+    # The URL's settings reach the in-process engine: a result limit passed after the first
+    # batches have been read, so the engine fails mid-stream. The failure is named in its words,
+    # and the next read on the same engine is whole (a failed stream poisons no later query).
+    client = client_for(chdb_dir)
+    try:
+        fill_many(client, database, 30_000)
+    finally:
+        client.close()
+    limited = f"chdb://{chdb_dir}?max_result_rows=20000&result_overflow_mode=throw"
+    with pytest.raises(ClickHouseInputError, match=r"while reading spans.*(?i:limit for result|TOO_MANY_ROWS)"):
+        open_clickhouse(limited, last="1d", table=f"{database}.otel_traces")
+    with open_ch(chdb_dir, database) as ch:
+        assert ch.load_report.spans == 30_000
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(value=st.text(max_size=24))
+@example(value="a&readonly=1").via("a setting smuggled into another's value")
+@example(value="").via("an empty value, which chDB reads as 1")
+@example(value="it's \"quoted\" \\ + %41 = ok")
+def test_a_url_setting_reaches_chdb_exactly_or_is_refused_by_name(chdb_dir: Path, value: str) -> None:
+    from telemetry.forensics.clickhouse import connect
+    from telemetry.forensics.clickhouse._select import SpansSelect
+
+    url = f"chdb://{chdb_dir}?log_comment={quote(value, safe='')}"
+    try:
+        connection = connect(url)
+    except ClickHouseInputError as refused:  # only what chDB's connection string cannot carry
+        assert "log_comment" in str(refused) and (value == "" or "&" in value or "\x00" in value)
+        return
+    try:
+        with connection.stream(SpansSelect("SELECT getSetting('log_comment') AS v", {}), "reading") as batches:
+            assert [v for batch in batches for v in batch.column(0).to_pylist()] == [value]
+    finally:
+        connection.close()
 
 
 def test_a_missing_table_and_a_table_of_another_shape_are_named(chdb_dir: Path, database: str) -> None:

@@ -16,16 +16,15 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from telemetry import conventions as c
 from telemetry.exceptions import ClickHouseAuthError, ClickHouseInputError, ClickHouseSchemaError, ClickHouseUnreachable
 from telemetry.forensics import QUESTION_NAMES, open_clickhouse, open_traces
 from telemetry.forensics.clickhouse import connect
 
 from chdb_http import ChdbHttpServer, closed_port, session_for
-from clickhouse_support import COLUMNS, create, exporter_rows, insert_rows, shifted_lines, write_lines
-from forensics_builder import TraceBuilder, attrs
+from clickhouse_support import create, exporter_rows, insert_rows, shifted_lines, write_lines
+from forensics_builder import TraceBuilder
 from forensics_incidents import planted
-from test_forensics_clickhouse import SHIFT_NS, engine_kept_up  # noqa: F401  (autouse fixture)
+from test_forensics_clickhouse import SHIFT_NS, engine_kept_up, fill_many  # noqa: F401  (autouse fixture)
 
 PASSWORD = "pa55 w0rd'\"\\"
 """A password with quotes and a backslash: it must reach the server intact and never be shown."""
@@ -53,7 +52,7 @@ def server(chdb_dir: Path, database: str, monkeypatch: pytest.MonkeyPatch) -> It
     setup = clickhouse_connect.get_client(dsn=f"chdb://{chdb_dir}")
     session = session_for(str(chdb_dir))
     try:
-        with ChdbHttpServer(session, "reader", PASSWORD) as http:
+        with ChdbHttpServer(session, "reader", PASSWORD, path=str(chdb_dir)) as http:
             yield {"url": f"http://reader@127.0.0.1:{http.port}/{database}", "client": setup,
                    "requests": http.requests, "port": http.port}
     finally:
@@ -77,29 +76,7 @@ def test_questions_over_http_equal_the_file_path(server: dict[str, Any], databas
 
 
 def test_many_spans_stream_in_several_arrow_batches(server: dict[str, Any], database: str) -> None:
-    # One read span as the exporter writes it, copied 30,000 times with its own span id, run, key
-    # and time. The copies are made by the engine from the one inserted row (the same rows as
-    # building each in Python: ids are the same SHA-256 prefixes and zero-padded counters), since
-    # sending 30,000 rows through the client cost a second and tested nothing more here.
-    b = TraceBuilder()
-    b.add("run-0", "read_state", c.KIND_READ, "a", 0.0, attrs=attrs(STATE_KEY="k0", STATE_VERSION_READ=0))
-    template = next(exporter_rows(shifted_lines(b.lines(), SHIFT_NS)))
-    client, source = server["client"], f"{database}_template"
-    create(client, database)
-    create(client, source)
-    try:
-        insert_rows(client, [template], source)
-        client.command(
-            f"INSERT INTO {database}.otel_traces ({', '.join(COLUMNS)}) SELECT "
-            "Timestamp + toIntervalNanosecond(number * 10000000), "
-            "lower(left(hex(SHA256(concat('trace:run-', toString(number % 300)))), 32)), "
-            f"leftPad(lower(hex(number + 1)), 16, '0'), {', '.join(COLUMNS[3:11])}, "
-            "mapUpdate(SpanAttributes, map({run:String}, concat('run-', toString(number % 300)), "
-            "{key:String}, concat('k', toString(number)), {read:String}, toString(number))), "
-            f"{', '.join(COLUMNS[12:])} FROM {source}.otel_traces AS template, numbers(30000) AS copies",
-            parameters={"run": c.GEN_AI_CONVERSATION_ID, "key": c.STATE_KEY, "read": c.STATE_VERSION_READ})
-    finally:
-        client.command(f"DROP DATABASE IF EXISTS {source}")
+    fill_many(server["client"], database, 30_000)
     connection = connect(server["url"])
     try:
         from telemetry.forensics.clickhouse import ReadWindow, spans_select
@@ -111,6 +88,22 @@ def test_many_spans_stream_in_several_arrow_batches(server: dict[str, Any], data
         connection.close()
     assert sum(sizes) == 30_000 and len(sizes) > 1
     with open_clickhouse(server["url"], last="1d") as ch:
+        assert ch.load_report.spans == 30_000
+
+
+def test_a_read_that_fails_part_way_through_is_refused_by_name_and_keeps_nothing(
+        server: dict[str, Any], database: str) -> None:
+    # The URL's settings reach the engine: a result limit that the read passes after its first
+    # blocks have gone out, so the failure comes mid-stream, as a server's does when a limit or a
+    # timeout is hit part-way.
+    fill_many(server["client"], database, 30_000)
+    url = server["url"] + "?max_result_rows=20000&result_overflow_mode=throw"
+    with pytest.raises(ClickHouseInputError, match=r"while reading spans.*(?i:limit for result|TOO_MANY_ROWS)") \
+            as caught:
+        open_clickhouse(url, last="1d")
+    assert PASSWORD not in str(caught.value)
+    assert server["requests"][-1]["batches_sent"] >= 1  # it failed after rows had gone out
+    with open_clickhouse(server["url"], last="1d") as ch:  # the same read without the limit
         assert ch.load_report.spans == 30_000
 
 

@@ -161,7 +161,7 @@ def test_an_unreachable_server_is_a_named_counted_failed_pass_and_the_watcher_re
         assert err.count("error: no answer from") >= 2 and "retrying in 0.05 s" in err and "Traceback" not in err
         assert PASSWORD not in err
         _fill(chdb_dir, database, list(exporter_rows(_parts()[0])))
-        with ChdbHttpServer(session, "reader", PASSWORD, port=port):
+        with ChdbHttpServer(session, "reader", PASSWORD, port=port, path=str(chdb_dir)):
             assert {f.key for f in w.run_pass().new} == expected[0]
     finally:
         w.close()

@@ -6,6 +6,10 @@ and any ClickHouse setting, e.g. ``?max_execution_time=120``), or ``chdb:///PATH
 data directory in process (``outcome-telemetry[chdb]``). The password never travels in the URL or
 on a command line: it is read from an environment variable (``CLICKHOUSE_PASSWORD`` unless told
 otherwise), and it is removed from every message this module raises.
+
+Spans stream as Arrow batches either way: over HTTP from clickhouse-connect's raw stream (read
+here, so that a server's error at the end of a part-sent body can be named), in process from a
+chDB handle of the read's own (clickhouse-connect's chDB client holds a whole result first).
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import parse_qsl, unquote, urlsplit
+from urllib.parse import parse_qsl, unquote, urlencode, urlsplit
 
 from ..._extras import require
 from ...exceptions import (
@@ -28,6 +32,7 @@ from ...exceptions import (
 from ._select import IDENTIFIER, SpansSelect, columns_select
 
 __all__ = [
+    "CHDB_BATCH_ROWS",
     "CONNECT_TIMEOUT_S",
     "DEFAULT_DATABASE",
     "PASSWORD_ENV",
@@ -105,6 +110,7 @@ def parse_url(url: str) -> Target:
         else:
             raise ClickHouseInputError(f"the ClickHouse URL has a setting {key!r} that is not a setting name")
     if scheme == "chdb":
+        _chdb_can_carry(settings)
         return Target("chdb", "", None, None, DEFAULT_DATABASE, path=unquote(parts.path) or ":memory:",
                       options=options, settings=settings)
     if not parts.hostname:
@@ -112,6 +118,16 @@ def parse_url(url: str) -> Target:
     database = unquote(parts.path.strip("/")) or DEFAULT_DATABASE
     return Target(scheme, parts.hostname, port, unquote(parts.username) if parts.username else None,
                   database, options=options, settings=settings)
+
+
+def _chdb_can_carry(settings: Mapping[str, str]) -> None:
+    """Refuse a setting chDB would not receive as written: its connection string splits values on
+    ``&`` (even when encoded), ends them at a NUL, and reads an empty one as 1."""
+    for name, value in settings.items():
+        if value == "" or "&" in value or "\x00" in value:
+            raise ClickHouseInputError(
+                f"the chdb:// URL's setting {name}={value!r} would not reach chDB as written (it cuts a value "
+                "at '&' or a NUL and reads an empty one as 1); give a value without them")
 
 
 def _seconds(options: Mapping[str, str], name: str, default: float) -> float:
@@ -186,15 +202,50 @@ class ClickHouseConnection:
     @contextmanager
     def stream(self, select: SpansSelect, doing: str) -> Iterator[Iterator[Any]]:
         """The rows of ``select`` as Arrow record batches, streamed (closed when the block ends)."""
+        if self.target.scheme == "chdb":
+            with self._chdb_stream(select, doing) as batches:
+                yield batches
+            return
         try:
-            context = self.client.query_arrow_stream(select.sql, parameters=select.parameters, use_strings=True)
-            context.__enter__()
+            response = self.client.raw_stream(select.sql, parameters=select.parameters, fmt="ArrowStream",
+                                              settings={"output_format_arrow_string_as_string": 1})
         except Exception as exc:
             raise self.error(exc, doing) from None
+        body = _KeptTail(response)
         try:
-            yield _batches(context, self, doing)
+            yield _batches(body, self, doing)
         finally:
-            context.__exit__(None, None, None)
+            _close_quietly(response)  # drops the connection of a body not read to its end
+
+    @contextmanager
+    def _chdb_stream(self, select: SpansSelect, doing: str) -> Iterator[Iterator[Any]]:
+        """chDB's own streamed query, in batches of :data:`CHDB_BATCH_ROWS` as the engine makes them.
+
+        clickhouse-connect's chDB backend reads an ``ArrowStream`` result whole before it hands
+        over the first batch (the format cannot be streamed as chDB's per-block chunks), so nothing
+        reaches DuckDB until the select has finished and the result is held twice. A handle of our
+        own on the same engine (chDB allows several; the URL's settings ride in its connection
+        string, never in the SQL) streams Arrow batches, and the loader types rows while the engine
+        still reads. The parameters are bound as the client binds them (server-side)."""
+        import chdb
+        from clickhouse_connect.driver.binding import bind_query
+
+        sql, bound = bind_query(select.sql, select.parameters)
+        text = sql.decode() if isinstance(sql, bytes) else sql
+        params = {name.removeprefix("param_"): value for name, value in bound.items()}
+        handle = result = None
+        try:
+            handle = chdb.connect(_chdb_connection_string(self.target))  # type: ignore[no-untyped-call]
+            result = handle.send_query(text + " SETTINGS output_format_arrow_string_as_string = 1", "Arrow",
+                                       params=params)
+        except Exception as exc:
+            _close_quietly(handle)
+            raise self.error(exc, doing) from None
+        try:
+            yield _chdb_batches(result, self, doing)
+        finally:
+            _close_quietly(result)  # cancels a query not read to its end
+            _close_quietly(handle)
 
     def close(self) -> None:
         try:
@@ -203,17 +254,82 @@ class ClickHouseConnection:
             pass
 
 
-def _batches(context: Any, connection: ClickHouseConnection, doing: str) -> Iterator[Any]:
-    """Each Arrow batch of the stream; a failure mid-stream becomes a named error."""
-    while True:
+class _KeptTail:
+    """A response body read as a file, keeping its last :data:`KEPT_TAIL_BYTES` bytes.
+
+    A server that fails part-way through a streamed result has already sent its status and some
+    Arrow batches; it ends the body with its error text (ClickHouse 25.11 and later between
+    ``__exception__`` markers). Arrow reads that text as a batch's length and reports only that the
+    bytes ran short, so the reader keeps what it last read to name the server's own error instead."""
+
+    def __init__(self, response: Any):
+        self._response = response
+        self.tail = bytearray()
+        self.closed = False
+
+    def read(self, size: int = -1) -> bytes:
+        data = self._response.read(size) if size is not None and size >= 0 else self._response.read()
+        self.tail += data
+        del self.tail[:-KEPT_TAIL_BYTES]
+        return bytes(data)
+
+    def server_error(self) -> str | None:
+        """The server's error text at the end of the body (read on to its end, within bounds)."""
         try:
-            batch = next(context)
-        except StopIteration:
-            return
-        except Exception as exc:
-            raise connection.error(exc, doing) from None
-        # clickhouse-connect yields record batches; older versions yielded one table per block
-        yield from (batch.to_batches() if hasattr(batch, "to_batches") else [batch])
+            self.tail += self._response.read(KEPT_TAIL_BYTES)
+        except Exception:  # the connection may be gone; what was kept still names the error
+            pass
+        text = bytes(self.tail[-KEPT_TAIL_BYTES:]).decode("utf-8", errors="replace")
+        start = _SERVER_ERROR.search(text)
+        if start is None:
+            return None
+        return text[start.start():].split("\n", 1)[0].strip()
+
+
+KEPT_TAIL_BYTES = 64 * 1024
+_SERVER_ERROR = re.compile(r"Code: \d+\. DB::Exception:")
+
+
+def _batches(body: _KeptTail, connection: ClickHouseConnection, doing: str) -> Iterator[Any]:
+    """Each Arrow batch of the body; a failure mid-stream becomes a named error, in the server's
+    words where it sent any."""
+    import pyarrow as pa
+
+    try:
+        reader = pa.ipc.open_stream(body)
+        yield from reader
+    except Exception as exc:
+        said = body.server_error()
+        raise connection.error(RuntimeError(said) if said else exc, doing) from None
+
+
+CHDB_BATCH_ROWS = 8_192
+"""The fewest rows an Arrow batch read from chDB in process holds: a block of at least this many
+(a granule) passes as it is, smaller ones are gathered (DuckDB pays per batch)."""
+
+
+def _chdb_connection_string(target: Target) -> str:
+    """The engine path as clickhouse-connect's chDB client spells it (chDB compares paths
+    literally, so every handle on one engine must name it alike), with the URL's settings."""
+    path = target.path if target.path.startswith(":memory:") else os.path.realpath(target.path)
+    return f"{path}?{urlencode(target.settings)}" if target.settings else path
+
+
+def _close_quietly(thing: Any) -> None:
+    """Close a chDB result or handle; a failure to close is not worth hiding the read's outcome for."""
+    if thing is not None:
+        try:
+            thing.close()
+        except Exception:
+            pass
+
+
+def _chdb_batches(result: Any, connection: ClickHouseConnection, doing: str) -> Iterator[Any]:
+    """Each Arrow batch of a chDB streamed result; a failure mid-stream becomes a named error."""
+    try:
+        yield from result.record_batch(rows_per_batch=CHDB_BATCH_ROWS)
+    except Exception as exc:
+        raise connection.error(exc, doing) from None
 
 
 def _existing_data_directory(path: str) -> None:
