@@ -100,7 +100,12 @@ class ChdbHttpServer:
         fmt = query.get("default_format", "TabSeparated")
         streamed = _ARROW_STREAM.search(sql)
         if streamed:
-            self._stream_arrow(handler, sql[:streamed.start()] + _settings_clause(query), params)
+            try:
+                clause = _settings_clause(query)
+            except ValueError as exc:  # as a server answers an unknown setting
+                self._error(handler, 400, 115, f"Code: 115. DB::Exception: {exc}. (UNKNOWN_SETTING)")
+                return
+            self._stream_arrow(handler, sql[:streamed.start()] + clause, params)
             return
         try:
             with self.lock:
