@@ -34,7 +34,7 @@ class ChdbHttpServer:
     """Serve ``session`` (a chdb Session) on 127.0.0.1 (``port``, else a free one) with one user
     and password."""
 
-    def __init__(self, session: Any, user: str, password: str, port: int = 0, path: str | None = None):
+    def __init__(self, session: Any, user: str, password: str, port: int = 0, *, path: str):
         self.session, self.user, self.password = session, user, password
         self.path = path
         """The engine's folder: each streamed query gets a handle of its own on it (a query that
@@ -116,19 +116,14 @@ class ChdbHttpServer:
         except Exception as exc:
             self._engine_error(handler, exc)
             return
-        handler.send_response(200)
-        handler.send_header("Content-Type", "application/octet-stream")
-        handler.send_header("Transfer-Encoding", "chunked")
-        handler.send_header("X-ClickHouse-Format", fmt)
         summary = {"read_rows": str(self.requests[-1].get("read_rows", 0)),
                    "read_bytes": str(self.requests[-1].get("read_bytes", 0)),
                    "elapsed_ns": str(int(self.requests[-1].get("seconds", 0) * 1e9))}
-        handler.send_header("X-ClickHouse-Summary", json.dumps(summary, separators=(",", ":")))
-        handler.end_headers()
+        chunks = _Chunked.start(handler, fmt, summary)
         for start in range(0, len(data), CHUNK):
-            piece = data[start:start + CHUNK]
-            handler.wfile.write(f"{len(piece):x}\r\n".encode() + piece + b"\r\n")
-        handler.wfile.write(b"0\r\n\r\n")
+            chunks.write(data[start:start + CHUNK])
+            chunks.flush()
+        chunks.end()
 
     def _stream_arrow(self, handler: BaseHTTPRequestHandler, sql: str, params: dict[str, str]) -> None:
         """An ``ArrowStream`` result sent as the engine makes it, as a server does: each block an
@@ -141,24 +136,17 @@ class ChdbHttpServer:
 
         with self.lock:
             started, cpu = time.perf_counter(), time.process_time()
-            engine = chdb.connect(self.path) if self.path else None
+            engine = chdb.connect(self.path)
             try:
-                result = (engine or self.session).send_query(sql, "Arrow", params=params or None)
+                result = engine.send_query(sql, "Arrow", params=params or None)
                 reader = result.record_batch(rows_per_batch=STREAM_BATCH_ROWS)
             except Exception as exc:
-                if engine is not None:
-                    engine.close()
+                engine.close()
                 self._engine_error(handler, exc)
                 return
-            handler.send_response(200)
-            handler.send_header("Content-Type", "application/octet-stream")
-            handler.send_header("Transfer-Encoding", "chunked")
-            handler.send_header("X-ClickHouse-Format", "ArrowStream")
             tag = secrets.token_hex(8)
-            handler.send_header("X-ClickHouse-Exception-Tag", tag)
-            handler.send_header("X-ClickHouse-Summary", json.dumps({"read_rows": "0", "read_bytes": "0"}))
-            handler.end_headers()
-            chunks, sent = _Chunked(handler), 0
+            chunks = _Chunked.start(handler, "ArrowStream", {"read_rows": "0", "read_bytes": "0"}, exception_tag=tag)
+            sent = 0
             try:
                 writer = pa.ipc.new_stream(chunks, reader.schema, options=pa.ipc.IpcWriteOptions(compression="lz4"))
                 for batch in reader:
@@ -172,10 +160,8 @@ class ChdbHttpServer:
                              % (tag.encode(), text, len(text), tag.encode()))
             finally:
                 result.close()
-                if engine is not None:
-                    engine.close()
-            chunks.flush()
-            handler.wfile.write(b"0\r\n\r\n")
+                engine.close()
+            chunks.end()
             # No rows-read count: a streamed chDB result does not report one.
             self.requests[-1].update({"seconds": time.perf_counter() - started,
                                       "cpu_seconds": time.process_time() - cpu, "batches_sent": sent})
@@ -226,6 +212,25 @@ class _Chunked:
     def __init__(self, handler: BaseHTTPRequestHandler):
         self._handler, self._held = handler, bytearray()
         self.closed = False
+
+    @classmethod
+    def start(cls, handler: BaseHTTPRequestHandler, fmt: str, summary: dict[str, str],
+              exception_tag: str | None = None) -> _Chunked:
+        """Send a successful response's headers, as a server does, and return its body."""
+        handler.send_response(200)
+        handler.send_header("Content-Type", "application/octet-stream")
+        handler.send_header("Transfer-Encoding", "chunked")
+        handler.send_header("X-ClickHouse-Format", fmt)
+        if exception_tag:
+            handler.send_header("X-ClickHouse-Exception-Tag", exception_tag)
+        handler.send_header("X-ClickHouse-Summary", json.dumps(summary, separators=(",", ":")))
+        handler.end_headers()
+        return cls(handler)
+
+    def end(self) -> None:
+        """Send what is held and the last, empty chunk."""
+        self.flush()
+        self._handler.wfile.write(b"0\r\n\r\n")
 
     def write(self, data: Any) -> int:
         self._held += data

@@ -256,9 +256,9 @@ def test_more_spans_than_max_spans_is_refused_with_what_to_do(chdb_dir: Path, pl
 
 
 def test_a_read_that_fails_part_way_through_is_named_and_the_engine_reads_on(chdb_dir: Path, database: str) -> None:
-    # The URL's settings reach the in-process engine: a result limit passed after the first
-    # batches have been read, so the engine fails mid-stream. The failure is named in its words,
-    # and the next read on the same engine is whole (a failed stream poisons no later query).
+    # The URL's settings reach the in-process engine: a result limit the read passes part-way,
+    # so the engine fails while it streams. The failure is named in its words, and the next read
+    # on the same engine is whole (a failed stream poisons no later query).
     client = client_for(chdb_dir)
     try:
         fill_many(client, database, 30_000)

@@ -91,7 +91,7 @@ def test_many_spans_stream_in_several_arrow_batches(server: dict[str, Any], data
         assert ch.load_report.spans == 30_000
 
 
-def test_a_read_that_fails_part_way_through_is_refused_by_name_and_keeps_nothing(
+def test_a_read_that_fails_part_way_through_is_named_in_the_servers_words(
         server: dict[str, Any], database: str) -> None:
     # The URL's settings reach the engine: a result limit that the read passes after its first
     # blocks have gone out, so the failure comes mid-stream, as a server's does when a limit or a

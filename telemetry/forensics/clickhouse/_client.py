@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlencode, urlsplit
@@ -58,6 +58,8 @@ _MISSING_CODES = frozenset({60, 81})
 _TIMEOUT_CODES = frozenset({159, 209, 210})
 """TIMEOUT_EXCEEDED, SOCKET_TIMEOUT, NETWORK_ERROR."""
 _CODE = re.compile(r"Code: (\d+)")
+_ARROW_STRINGS = {"output_format_arrow_string_as_string": "1"}
+"""What every read asks of ClickHouse's Arrow output: String columns as Arrow text, not binary."""
 _HTTP_DENIED = re.compile(r"\b(401|403)\b")
 
 
@@ -199,16 +201,17 @@ class ClickHouseConnection:
             raise self.error(exc, f"reading the columns of {database}.{table}") from None
         return {str(name): str(type_name) for name, type_name in result.result_rows}
 
-    @contextmanager
-    def stream(self, select: SpansSelect, doing: str) -> Iterator[Iterator[Any]]:
+    def stream(self, select: SpansSelect, doing: str) -> AbstractContextManager[Iterator[Any]]:
         """The rows of ``select`` as Arrow record batches, streamed (closed when the block ends)."""
         if self.target.scheme == "chdb":
-            with self._chdb_stream(select, doing) as batches:
-                yield batches
-            return
+            return self._chdb_stream(select, doing)
+        return self._http_stream(select, doing)
+
+    @contextmanager
+    def _http_stream(self, select: SpansSelect, doing: str) -> Iterator[Iterator[Any]]:
         try:
             response = self.client.raw_stream(select.sql, parameters=select.parameters, fmt="ArrowStream",
-                                              settings={"output_format_arrow_string_as_string": 1})
+                                              settings=dict(_ARROW_STRINGS))
         except Exception as exc:
             raise self.error(exc, doing) from None
         body = _KeptTail(response)
@@ -236,8 +239,7 @@ class ClickHouseConnection:
         handle = result = None
         try:
             handle = chdb.connect(_chdb_connection_string(self.target))  # type: ignore[no-untyped-call]
-            result = handle.send_query(text + " SETTINGS output_format_arrow_string_as_string = 1", "Arrow",
-                                       params=params)
+            result = handle.send_query(text, "Arrow", params=params)
         except Exception as exc:
             _close_quietly(handle)
             raise self.error(exc, doing) from None
@@ -248,10 +250,7 @@ class ClickHouseConnection:
             _close_quietly(handle)
 
     def close(self) -> None:
-        try:
-            self.client.close()
-        except Exception:  # closing a dead connection is not worth an error
-            pass
+        _close_quietly(self.client)
 
 
 class _KeptTail:
@@ -267,11 +266,11 @@ class _KeptTail:
         self.tail = bytearray()
         self.closed = False
 
-    def read(self, size: int = -1) -> bytes:
-        data = self._response.read(size) if size is not None and size >= 0 else self._response.read()
-        self.tail += data
+    def read(self, size: int | None = -1) -> bytes:
+        data: bytes = self._response.read(None if size is None or size < 0 else size)
+        self.tail += data[-KEPT_TAIL_BYTES:]
         del self.tail[:-KEPT_TAIL_BYTES]
-        return bytes(data)
+        return data
 
     def server_error(self) -> str | None:
         """The server's error text at the end of the body (read on to its end, within bounds)."""
@@ -310,13 +309,15 @@ CHDB_BATCH_ROWS = 8_192
 
 def _chdb_connection_string(target: Target) -> str:
     """The engine path as clickhouse-connect's chDB client spells it (chDB compares paths
-    literally, so every handle on one engine must name it alike), with the URL's settings."""
+    literally, so every handle on one engine must name it alike), with the URL's settings and
+    the read's own."""
     path = target.path if target.path.startswith(":memory:") else os.path.realpath(target.path)
-    return f"{path}?{urlencode(target.settings)}" if target.settings else path
+    return f"{path}?{urlencode({**target.settings, **_ARROW_STRINGS})}"
 
 
 def _close_quietly(thing: Any) -> None:
-    """Close a chDB result or handle; a failure to close is not worth hiding the read's outcome for."""
+    """Close a client, response, chDB result or handle; a failure to close (a dead connection) is
+    not worth hiding the read's outcome for."""
     if thing is not None:
         try:
             thing.close()
