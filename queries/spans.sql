@@ -86,26 +86,38 @@ CREATE OR REPLACE TEMP MACRO otlp_wrong_type(line, path, ok) AS
 CREATE OR REPLACE TEMP MACRO otlp_refuse(reason, file) AS
     error('forensics: ' || reason || ' in file "' || file || '"');
 
--- A time: a decimal integer (string or number) in [0, 2^63).
+-- A time: a decimal integer (string or number) in [0, 2^63 - 1): what a TIMESTAMP_NS holds (DuckDB
+-- keeps 2^63 - 1 for infinity, and a span that ends there cannot be typed).
 CREATE OR REPLACE TEMP MACRO otlp_time_ok(v) AS
-    coalesce(regexp_full_match(v, '[0-9]+') AND TRY_CAST(v AS HUGEINT) < 9223372036854775808, false);
+    coalesce(regexp_full_match(v, '[0-9]+') AND TRY_CAST(v AS HUGEINT) < 9223372036854775807, false);
 
--- otlp_span_problem(s): why a span's ids or times break OTLP (ids 32/16 hex, parent empty or 16
--- hex, times integers in [0, 2^63), end not before start), or NULL when they do not. Every source
--- applies it: the JSON-lines path refuses the file, the ClickHouse path names the row.
-CREATE OR REPLACE TEMP MACRO otlp_span_problem(s) AS
+-- otlp_id_problem(trace_id, span_id, parent_span_id): why a span's ids break OTLP (32 and 16 hex,
+-- the parent empty or 16 hex), or NULL when they do not.
+CREATE OR REPLACE TEMP MACRO otlp_id_problem(trace_id, span_id, parent_span_id) AS
     CASE
-        WHEN NOT coalesce(regexp_full_match(s.traceId, '[0-9a-fA-F]{32}'), false)
+        WHEN NOT coalesce(regexp_full_match(trace_id, '[0-9a-fA-F]{32}'), false)
             THEN 'a span''s traceId is not 32 hex characters'
-        WHEN NOT coalesce(regexp_full_match(s.spanId, '[0-9a-fA-F]{16}'), false)
+        WHEN NOT coalesce(regexp_full_match(span_id, '[0-9a-fA-F]{16}'), false)
             THEN 'a span''s spanId is not 16 hex characters'
-        WHEN NOT coalesce(s.parentSpanId = '' OR regexp_full_match(s.parentSpanId, '[0-9a-fA-F]{16}'), true)
+        WHEN NOT coalesce(parent_span_id = '' OR regexp_full_match(parent_span_id, '[0-9a-fA-F]{16}'), true)
             THEN 'a span''s parentSpanId is not empty or 16 hex characters'
-        WHEN NOT (otlp_time_ok(s.startTimeUnixNano) AND otlp_time_ok(s.endTimeUnixNano))
-            THEN 'a span''s startTimeUnixNano or endTimeUnixNano is not an integer in [0, 2^63)'
-        WHEN CAST(s.endTimeUnixNano AS UBIGINT) < CAST(s.startTimeUnixNano AS UBIGINT)
-            THEN 'a span ends before it starts'
     END;
+
+-- otlp_time_problem(in_range, start, end): why a span's times break OTLP, given whether both are
+-- integers in [0, 2^63 - 1) (each source tells that its own way: a JSON line's text, a ClickHouse
+-- row's numbers); start and end are read only when they are.
+CREATE OR REPLACE TEMP MACRO otlp_time_problem(in_range, start_ns, end_ns) AS
+    CASE
+        WHEN NOT coalesce(in_range, false) THEN 'a span''s startTimeUnixNano or endTimeUnixNano is not an integer in [0, 2^63 - 1)'
+        WHEN CAST(end_ns AS UBIGINT) < CAST(start_ns AS UBIGINT) THEN 'a span ends before it starts'
+    END;
+
+-- otlp_span_problem(s): why a parsed JSON span's ids or times break OTLP, or NULL when they do
+-- not. The ClickHouse path applies the same two rules to its columns (telemetry/forensics/clickhouse/).
+CREATE OR REPLACE TEMP MACRO otlp_span_problem(s) AS
+    coalesce(otlp_id_problem(s.traceId, s.spanId, s.parentSpanId),
+             otlp_time_problem(otlp_time_ok(s.startTimeUnixNano) AND otlp_time_ok(s.endTimeUnixNano),
+                               s.startTimeUnixNano, s.endTimeUnixNano));
 
 -- An attribute that is not {key, value: AnyValue}, or whose value has no branch that reads (empty,
 -- or an arrayValue that is not an object): its value would silently become NULL. (An arrayValue
@@ -148,15 +160,21 @@ CREATE OR REPLACE TEMP MACRO otlp_exception_type(events) AS
                                       a.value.doubleValue))[1];
 
 -- otlp_typed('name'): the stored span columns from the relation `name` (a table, a view or a CTE
--- in scope) of checked spans, with the columns source_file, resource_attributes, scope_name,
--- scope_version, s (the span: traceId, spanId, parentSpanId, name, kind, status {code, message},
--- startTimeUnixNano, endTimeUnixNano, events [{name, attributes [{key, value {stringValue,
--- boolValue, intValue, doubleValue}}]}]), attribute_keys, attribute_values and
--- attribute_arrays.
+-- in scope) of checked spans, with the columns source_file, resource_attributes, service_name,
+-- scope_name, scope_version, s (the span: traceId, spanId, parentSpanId, name, kind, status {code,
+-- message}, startTimeUnixNano, endTimeUnixNano: decimal text or integers, already checked),
+-- raised (it recorded an exception event), exception_type (the first such event's, or NULL),
+-- attribute_keys, attribute_values and attribute_arrays.
 -- Every source (JSON lines here, ClickHouse in telemetry/forensics/clickhouse/) goes through it,
--- so one set of rules types them.
+-- so one set of rules types them. Each source hands over what it already has at hand (a JSON
+-- resource's service name once per resource, a ClickHouse row's times as numbers), so no span is
+-- taken apart again here; each time is read once.
 CREATE OR REPLACE TEMP MACRO otlp_typed(checked) AS TABLE
-WITH typed AS (
+WITH timed AS (
+    SELECT *, CAST(s.startTimeUnixNano AS UBIGINT) AS start_ns, CAST(s.endTimeUnixNano AS UBIGINT) AS end_ns
+    FROM query_table(checked)
+),
+typed AS (
     SELECT
         lower(s.traceId) AS trace_id,
         lower(s.spanId) AS span_id,
@@ -178,12 +196,12 @@ WITH typed AS (
             ELSE lower(s.status.code)
         END AS status_code,
         nullif(s.status.message, '') AS status_message,
-        CAST(s.startTimeUnixNano AS UBIGINT) AS start_time_unix_nano,
-        CAST(s.endTimeUnixNano AS UBIGINT) AS end_time_unix_nano,
-        make_timestamp_ns(CAST(s.startTimeUnixNano AS BIGINT)) AS start_time,
-        make_timestamp_ns(CAST(s.endTimeUnixNano AS BIGINT)) AS end_time,
-        (CAST(s.endTimeUnixNano AS DOUBLE) - CAST(s.startTimeUnixNano AS DOUBLE)) / 1e6 AS duration_ms,
-        attr(resource_attributes, 'service.name') AS service_name,
+        start_ns AS start_time_unix_nano,
+        end_ns AS end_time_unix_nano,
+        make_timestamp_ns(CAST(start_ns AS BIGINT)) AS start_time,
+        make_timestamp_ns(CAST(end_ns AS BIGINT)) AS end_time,
+        (CAST(end_ns AS DOUBLE) - CAST(start_ns AS DOUBLE)) / 1e6 AS duration_ms,
+        service_name,
         scope_name,
         scope_version,
         source_file,
@@ -198,8 +216,7 @@ WITH typed AS (
         attribute_values[list_position(attribute_keys, 'tool.transport')] AS transport,
         attribute_values[list_position(attribute_keys, 'tool.readback')] AS readback,
         attribute_values[list_position(attribute_keys, 'tool.outcome')] AS outcome,
-        coalesce(attribute_values[list_position(attribute_keys, 'error.type')], otlp_exception_type(s.events))
-            AS error_type,
+        coalesce(attribute_values[list_position(attribute_keys, 'error.type')], exception_type) AS error_type,
         attribute_values[list_position(attribute_keys, 'state.key')] AS state_key,
         attribute_values[list_position(attribute_keys, 'state.version.read')] AS state_version_read,
         attribute_values[list_position(attribute_keys, 'state.version.expected')] AS state_version_expected,
@@ -245,8 +262,8 @@ WITH typed AS (
             AS schedule_in_window,
         -- The span recorded an exception event: a peer tool span that raised with its status left
         -- UNSET is a transport error (the span-format layer); its type is error_type's fallback.
-        coalesce(list_contains(list_transform(s.events, lambda e: e.name), 'exception'), false) AS raised
-    FROM query_table(checked)
+        raised
+    FROM timed
 )
 SELECT coalesce(conversation_id, trace_id) AS run_id, * FROM typed;
 
@@ -305,6 +322,7 @@ scopes AS (
                         list_transform(rs.resource.attributes, lambda a: otlp_scalar_text(a.value)),
                         list_transform(rs.resource.attributes, lambda a: CAST(NULL AS VARCHAR[])))
             AS resource_attributes,
+        attr(resource_attributes, 'service.name') AS service_name,
         unnest(rs.scopeSpans) AS ss
     FROM resources
     WHERE CASE
@@ -318,8 +336,8 @@ scopes AS (
     END
 ),
 raw_spans AS (
-    SELECT source_file, line, resource_attributes, ss.scope.name AS scope_name, ss.scope.version AS scope_version,
-           unnest(ss.spans) AS s
+    SELECT source_file, line, resource_attributes, service_name, ss.scope.name AS scope_name,
+           ss.scope.version AS scope_version, unnest(ss.spans) AS s
     FROM scopes
     WHERE CASE WHEN ss IS NULL THEN otlp_refuse('an element of "scopeSpans" is not an object', source_file)
                ELSE true END
@@ -329,9 +347,12 @@ keyed AS (
         source_file,
         line,
         resource_attributes,
+        service_name,
         scope_name,
         scope_version,
         s,
+        coalesce(list_contains(list_transform(s.events, lambda e: e.name), 'exception'), false) AS raised,
+        otlp_exception_type(s.events) AS exception_type,
         CASE WHEN s.attributes IS NULL THEN [] ELSE list_transform(s.attributes, lambda a: a.key) END
             AS attribute_keys,
         CASE WHEN s.attributes IS NULL THEN [] ELSE list_transform(s.attributes, lambda a:

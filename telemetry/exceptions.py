@@ -78,6 +78,6 @@ class TooManySpans(ClickHouseInputError):
 
 
 class ClickHouseBadRows(ClickHouseInputError):
-    """Rows break the OTLP id or time rules (ids not 32/16 hex, a time outside [0, 2^63), an end
+    """Rows break the OTLP id or time rules (ids not 32/16 hex, a time outside [0, 2^63 - 1), an end
     before its start); the message names their trace and span ids. ``skip_bad_rows`` (the CLI's
     ``--skip-bad-lines``) skips them instead, as bad lines of a file are skipped."""

@@ -218,11 +218,12 @@ class _Prefix(io.RawIOBase):
 _TRACE_ID = re.compile(r"[0-9a-fA-F]{32}")
 _SPAN_ID = re.compile(r"[0-9a-fA-F]{16}")
 _DIGITS = re.compile(r"[0-9]+")
-_TIME_LIMIT = 1 << 63
+_TIME_LIMIT = (1 << 63) - 1
+"""Times end below 2^63 - 1, which a TIMESTAMP_NS keeps for infinity (``otlp_time_ok``)."""
 
 
 def _is_time(value: object) -> bool:
-    """An OTLP time: a decimal integer, as a JSON number or a string, in [0, 2^63)."""
+    """An OTLP time: a decimal integer, as a JSON number or a string, in [0, 2^63 - 1)."""
     if isinstance(value, bool):
         return False
     if isinstance(value, int):
@@ -273,7 +274,7 @@ def _span_problem(span: object) -> str | None:
         return f"a span's parentSpanId is not empty or 16 hex characters ({parent!r})"
     start, end = span.get("startTimeUnixNano"), span.get("endTimeUnixNano")
     if not _is_time(start) or not _is_time(end):
-        return (f"a span's startTimeUnixNano or endTimeUnixNano is not an integer in [0, 2^63) "
+        return (f"a span's startTimeUnixNano or endTimeUnixNano is not an integer in [0, 2^63 - 1) "
                 f"({start!r}, {end!r})")
     if int(end) < int(start):  # type: ignore[arg-type]
         return f"a span ends before it starts ({start!r} > {end!r})"

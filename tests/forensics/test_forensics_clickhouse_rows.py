@@ -44,7 +44,7 @@ def _bad_rows(template: list[Any]) -> dict[str, list[Any]]:
         "a span's traceId is not 32 hex characters": row(i1="z" * 32, i2=hex_id("r1", 16)),
         "a span's spanId is not 16 hex characters": row(i2=""),
         "a span's parentSpanId is not empty or 16 hex characters": row(i2=hex_id("r3", 16), i3="'; --"),
-        "a span's startTimeUnixNano or endTimeUnixNano is not an integer in [0, 2^63)": row(
+        "a span's startTimeUnixNano or endTimeUnixNano is not an integer in [0, 2^63 - 1)": row(
             i0=-5 * 10**9, i2=hex_id("r4", 16)),
         "past 2^63": row(i2=hex_id("r5", 16), i12=2**64 - 1),
     }
@@ -108,6 +108,38 @@ def test_the_rules_are_the_json_lines_rules(chdb_dir: Path, database: str, tmp_p
     _fill(chdb_dir, database, list(exporter_rows(shifted_lines([line], SHIFT_NS))))
     with pytest.raises(ClickHouseBadRows, match="a span's traceId is not 32 hex characters"):
         open_ch(chdb_dir, database)
+
+
+def test_an_end_at_the_edge_of_the_time_range_is_judged_as_a_json_line_is(chdb_dir: Path, database: str,
+                                                                           tmp_path: Path) -> None:
+    """The select sends times as numbers, the end as NULL outside the range. An end of 2^63 - 2 is
+    read; 2^63 - 1 (where DuckDB's nanosecond timestamps end) and 2^63 (past Int64) are refused for
+    the JSON lines' reason, naming the row, exactly as the file path judges the same times."""
+    template = _good_rows()[2]
+    rows = {end: [*template] for end in (2**63 - 2, 2**63 - 1, 2**63)}
+    for end, row in rows.items():
+        row[2], row[12] = hex_id(f"edge-{end}", 16), end - template[0]
+    _fill(chdb_dir, database, [template, *rows.values()])
+    with pytest.raises(ClickHouseBadRows) as caught:
+        open_ch(chdb_dir, database)
+    message = str(caught.value)
+    assert message.startswith("2 row(s) of chdb://")
+    for end in (2**63 - 1, 2**63):
+        assert (f"span {rows[end][2]!r}: a span's startTimeUnixNano or endTimeUnixNano is not an integer in "
+                "[0, 2^63 - 1)") in message
+    with open_ch(chdb_dir, database, skip_bad_rows=True) as ch:
+        assert ch.connection.execute("SELECT end_time_unix_nano FROM spans WHERE span_id = $s",
+                                     {"s": rows[2**63 - 2][2]}).fetchall() == [(2**63 - 2,)]
+    for end in rows:
+        line = service_line("crew", [otlp_span_json(hex_id("t", 32), hex_id("s", 16), "", template[0], end,
+                                                    {c.GEN_AI_TOOL_NAME: "t"})])
+        path = write_lines(tmp_path / f"edge-{end}.jsonl", [line])
+        if end > 2**63 - 2:
+            with pytest.raises(ForensicsInputError, match=r"line 1: .*endTimeUnixNano is not an integer in"):
+                open_traces([path])
+        else:
+            with open_traces([path]) as traces:
+                assert traces.connection.execute("SELECT end_time_unix_nano FROM spans").fetchall() == [(end,)]
 
 
 def test_an_end_before_its_start_is_refused(chdb_dir: Path, database: str) -> None:

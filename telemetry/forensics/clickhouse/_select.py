@@ -11,7 +11,7 @@ if one is named), whole, with the direct parents of their tool spans; every read
 bounded in time (the window, padded for the runs that straddle it, and widened to the whole of
 their traces when the exporter's ``<table>_trace_id_ts`` lookup table says where they lie), so it
 costs what the window holds, not what the table holds. Each attribute map is cut to the keys read
-with one ``mapFilter`` per row. What comes back: one row per span, as text (times included) and
+with one ``mapFilter`` per row. What comes back: one row per span, as text (times as numbers) and
 lists of text, as Arrow; and whether each span is a tool span by the rule that chose it
 (``is_tool``), so the spans read only as parents are counted without judging them again.
 """
@@ -241,9 +241,10 @@ def spans_select(database: str, table: str, window: ReadWindow, limit: int, *, l
     The runs are chosen once (a scalar subquery over the window); their spans are read from the
     window padded by ``window.padding_ns`` on both sides, widened to the first and last span of
     their traces when ``lookup`` names the exporter's trace-id lookup table (``<table>_trace_id_ts``,
-    in ``database``). Times come back as decimal text, computed without wrapping (``Int128``), so a
-    time before 1970 or an end past 2^63 reaches the same range checks as a JSON line instead of
-    turning into a plausible number. A row whose attribute values add up to more than
+    in ``database``). Times come back as ``Int64`` nanoseconds: the start as stored (negative before
+    1970) and the end NULL when the start plus the duration, added without wrapping (``Int128``),
+    falls outside [0, 2^63 - 1), so both reach the JSON lines' range rule (``otlp_time_problem``)
+    instead of turning into a plausible number; numbers cost neither engine a text conversion. A row whose attribute values add up to more than
     ``max_row_bytes`` comes back without them and with ``attribute_bytes`` saying how many there
     were. At most ``limit`` rows come back (the caller asks for one more than it accepts, to tell a
     full result from a cut one).
@@ -310,8 +311,9 @@ SELECT
     toString(StatusMessage) AS status_message,
     exception_at > 0 AS raised,
     if({fits}, exception_type_found, NULL) AS exception_type,
-    toString(toUnixTimestamp64Nano(Timestamp)) AS start_time_unix_nano,
-    toString(toInt128(toUnixTimestamp64Nano(Timestamp)) + toInt128(Duration)) AS end_time_unix_nano,
+    toUnixTimestamp64Nano(Timestamp) AS start_time_unix_nano,
+    if(toInt128(toUnixTimestamp64Nano(Timestamp)) + toInt128(Duration) BETWEEN 0 AND {bind(_INT64_MAX - 1, 'Int64')},
+       toInt64(toUnixTimestamp64Nano(Timestamp) + Duration), NULL) AS end_time_unix_nano,
     toString(ServiceName) AS service_name,
     toString(ScopeName) AS scope_name,
     toString(ScopeVersion) AS scope_version,

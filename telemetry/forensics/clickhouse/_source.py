@@ -3,10 +3,10 @@
 The Arrow batches go from clickhouse-connect straight into one DuckDB ``CREATE TABLE AS`` over a
 ``RecordBatchReader``, which checks and types every row into ``spans_loaded`` (one
 materialisation): no Python object per span or per value is made. Each row is checked with the
-JSON-lines path's own ``otlp_span_problem`` (ids 32/16 hex, times in [0, 2^63), end not before
-start) and against :data:`~.select.MAX_ROW_BYTES` of attribute values: a bad row is named by its
-trace and span id and refused, or skipped and counted with ``skip_bad_rows``, never typed into a
-wrong value (it is typed with harmless times, marked, and removed before anything reads it). The
+JSON-lines path's own rules (``otlp_id_problem``: ids 32/16 hex; ``otlp_time_problem``: times in
+[0, 2^63 - 1), end not before start, judged here on the numbers the select sends) and against
+:data:`~.select.MAX_ROW_BYTES` of attribute values: a bad row is named by its trace and span id
+and refused, or skipped and counted with ``skip_bad_rows``, never typed into a wrong value (it is typed with harmless times, marked, and removed before anything reads it). The
 typing is the ``otlp_typed`` macro the JSON-lines path uses (``queries/spans.sql``), so kinds,
 statuses, ids, ints-as-text and arrays follow one set of rules, and every question (and every
 check that runs on the loaded spans) runs unchanged.
@@ -56,11 +56,6 @@ _CHECKED = "clickhouse_checked_rows"
 LISTED_BAD_ROWS = 20
 """How many bad rows a refusal or the evidence names (all are counted)."""
 
-_EVENT_ATTRIBUTE = ("STRUCT(key VARCHAR, value STRUCT(stringValue VARCHAR, boolValue VARCHAR, intValue VARCHAR, "
-                    "doubleValue VARCHAR))")
-"""An event attribute as the JSON-lines path parses it (``spans.sql``): the exception event a row
-brings carries only its ``exception.type`` (the first exception event's, fetched by the select)."""
-
 _TYPED_SQL = f"""
 CREATE OR REPLACE TABLE {SPANS_LOADED} AS
 WITH keyed AS (
@@ -68,18 +63,14 @@ WITH keyed AS (
         CASE WHEN service_name = '' THEN CAST([] AS STRUCT("key" VARCHAR, "value" VARCHAR, "values" VARCHAR[])[])
              ELSE [{{'key': CAST($service_key AS VARCHAR), 'value': service_name, 'values': CAST(NULL AS VARCHAR[])}}]
         END AS resource_attributes,
+        nullif(service_name, '') AS service_name,
         nullif(scope_name, '') AS scope_name,
         nullif(scope_version, '') AS scope_version,
         {{'traceId': trace_id, 'spanId': span_id, 'parentSpanId': parent_span_id, 'name': name, 'kind': kind,
           'status': {{'code': status_code, 'message': status_message}},
-          'startTimeUnixNano': start_time_unix_nano, 'endTimeUnixNano': end_time_unix_nano,
-          'events': CASE WHEN raised THEN [{{'name': CAST($exception AS VARCHAR), 'attributes':
-                             CASE WHEN exception_type IS NULL THEN CAST([] AS {_EVENT_ATTRIBUTE}[])
-                                  ELSE [{{'key': CAST($exception_type AS VARCHAR),
-                                          'value': {{'stringValue': exception_type, 'boolValue': NULL::VARCHAR,
-                                                    'intValue': NULL::VARCHAR, 'doubleValue': NULL::VARCHAR}}}}]
-                             END}}]
-                         ELSE CAST([] AS STRUCT(name VARCHAR, attributes {_EVENT_ATTRIBUTE}[])[]) END}} AS s,
+          'startTimeUnixNano': start_time_unix_nano, 'endTimeUnixNano': end_time_unix_nano}} AS s,
+        CAST(raised AS BOOLEAN) AS raised,
+        exception_type,
         CAST(attribute_keys AS VARCHAR[]) AS attribute_keys,
         CAST(attribute_values AS VARCHAR[]) AS attribute_values,
         CASE WHEN len(attribute_arrays) = 0 THEN list_resize(CAST([] AS VARCHAR[][]), len(attribute_keys))
@@ -87,7 +78,11 @@ WITH keyed AS (
                       CASE WHEN attribute_values[i] IS NULL THEN CAST(attribute_arrays[i] AS VARCHAR[]) END)
         END AS attribute_arrays,
         is_tool,
-        coalesce(otlp_span_problem(s), CASE WHEN attribute_bytes > $max_row_bytes THEN
+        coalesce(otlp_id_problem(trace_id, span_id, parent_span_id),
+                 otlp_time_problem(start_time_unix_nano >= 0 AND start_time_unix_nano < $time_limit
+                                   AND end_time_unix_nano IS NOT NULL,
+                                   start_time_unix_nano, end_time_unix_nano),
+                 CASE WHEN attribute_bytes > $max_row_bytes THEN
             'a span''s attribute values add up to ' || attribute_bytes || ' bytes, more than a row may bring ('
             || $max_row_bytes || ' bytes, the JSON-lines --max-line-bytes)' END) AS problem
     FROM {_STREAM}
@@ -96,19 +91,18 @@ WITH keyed AS (
 SELECT
     CASE WHEN problem IS NULL THEN CAST($source AS VARCHAR)
          ELSE chr(0) || CASE WHEN is_tool = 1 THEN $tool_mark ELSE $parent_mark END || problem END AS source_file,
-    resource_attributes, scope_name, scope_version,
+    resource_attributes, service_name, scope_name, scope_version,
     CASE WHEN problem IS NULL THEN s
          ELSE struct_pack(traceId := s.traceId, spanId := s.spanId, parentSpanId := s.parentSpanId, name := s.name,
-                          kind := s.kind, status := s.status, startTimeUnixNano := '0', endTimeUnixNano := '0',
-                          events := s.events)
+                          kind := s.kind, status := s.status, startTimeUnixNano := 0::BIGINT, endTimeUnixNano := 0::BIGINT)
     END AS s,
-    attribute_keys, attribute_values, attribute_arrays
+    raised, exception_type, attribute_keys, attribute_values, attribute_arrays
 FROM keyed
 )
 SELECT * FROM otlp_typed('{_CHECKED}')
 """
 """The rows from ClickHouse shaped like the JSON-lines path's parsed spans. A row that breaks a rule
-(``otlp_span_problem``, the JSON path's, or more attribute bytes than a row may bring) keeps its
+(the JSON path's id and time rules, or more attribute bytes than a row may bring) keeps its
 ids, gets times that type, and carries the rule it breaks in ``source_file``; then every row is
 typed alike (``otlp_typed``, as the JSON-lines path types its spans) straight from the stream into
 ``spans_loaded``, one materialisation, and the bad ones are named and removed after (a bad row's
@@ -182,11 +176,11 @@ def _empty_batch() -> Any:
     """A batch with no rows and the select's columns, so an empty window still makes ``spans``."""
     import pyarrow as pa
 
-    text, texts = pa.string(), pa.list_(pa.string())
+    text, texts, nanoseconds = pa.string(), pa.list_(pa.string()), pa.int64()
     fields = [("trace_id", text), ("span_id", text), ("parent_span_id", text), ("name", text), ("kind", text),
               ("status_code", text), ("status_message", text), ("raised", pa.bool_()), ("exception_type", text),
-              ("start_time_unix_nano", text), ("end_time_unix_nano", text), ("service_name", text), ("scope_name", text),
-              ("scope_version", text), ("is_tool", pa.uint8()), ("attribute_bytes", pa.uint64()),
+              ("start_time_unix_nano", nanoseconds), ("end_time_unix_nano", nanoseconds), ("service_name", text),
+              ("scope_name", text), ("scope_version", text), ("is_tool", pa.uint8()), ("attribute_bytes", pa.uint64()),
               ("attribute_keys", texts), ("attribute_values", texts), ("attribute_arrays", pa.list_(texts))]
     return pa.RecordBatch.from_pylist([], schema=pa.schema(fields))
 
@@ -234,8 +228,8 @@ def load_clickhouse(
             con.register(_STREAM, reader)
             try:
                 con.execute(_TYPED_SQL, {"source": connection.label, "service_key": c.SERVICE_NAME,
-                                         "max_row_bytes": MAX_ROW_BYTES, "exception": c.EXCEPTION_EVENT,
-                                         "exception_type": c.EXCEPTION_TYPE, "tool_mark": _TOOL_MARK,
+                                         "max_row_bytes": MAX_ROW_BYTES, "time_limit": c.INT64_MAX,
+                                         "tool_mark": _TOOL_MARK,
                                          "parent_mark": _PARENT_MARK}).fetchall()
             except duckdb.Error as exc:
                 if counted.failure is None and not counted.over:
