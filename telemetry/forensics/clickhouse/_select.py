@@ -244,9 +244,9 @@ def spans_select(database: str, table: str, window: ReadWindow, limit: int, *, l
     in ``database``). Times come back as ``Int64`` nanoseconds: the start as stored (negative before
     1970) and the end NULL when the start plus the duration, added without wrapping (``Int128``),
     falls outside [0, 2^63 - 1), so both reach the JSON lines' range rule (``otlp_time_problem``)
-    instead of turning into a plausible number; numbers cost neither engine a text conversion. A row whose attribute values add up to more than
-    ``max_row_bytes`` comes back without them and with ``attribute_bytes`` saying how many there
-    were. At most ``limit`` rows come back (the caller asks for one more than it accepts, to tell a
+    instead of turning into a plausible number; numbers cost neither engine a text conversion. A
+    row whose attribute values add up to more than ``max_row_bytes`` comes back without them and
+    with ``attribute_bytes`` saying how many there were. At most ``limit`` rows come back (the caller asks for one more than it accepts, to tell a
     full result from a cut one).
     """
     if window.until_ns <= window.since_ns:
