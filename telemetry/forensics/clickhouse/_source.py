@@ -7,9 +7,10 @@ JSON-lines path's own rules (``otlp_id_problem``: ids 32/16 hex; ``otlp_time_pro
 [0, 2^63 - 1), end not before start, judged here on the numbers the select sends) and against
 :data:`~.select.MAX_ROW_BYTES` of attribute values: a bad row is named by its trace and span id
 and refused, or skipped and counted with ``skip_bad_rows``, never typed into a wrong value (it is
-typed with harmless times, marked, and removed before anything reads it). The typing is the ``otlp_typed`` macro the JSON-lines path uses (``queries/spans.sql``), so kinds,
-statuses, ids, ints-as-text and arrays follow one set of rules, and every question (and every
-check that runs on the loaded spans) runs unchanged.
+typed with harmless times, marked, and removed before anything reads it). The typing is the
+``otlp_typed`` macro the JSON-lines path uses (``queries/spans.sql``), so kinds, statuses, ids,
+ints-as-text and arrays follow one set of rules, and every question (and every check that runs on
+the loaded spans) runs unchanged.
 """
 
 from __future__ import annotations
