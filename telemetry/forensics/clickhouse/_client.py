@@ -9,7 +9,8 @@ otherwise), and it is removed from every message this module raises.
 
 Spans stream as Arrow batches either way: over HTTP from clickhouse-connect's raw stream (read
 here, so that a server's error at the end of a part-sent body can be named), in process from a
-chDB handle of the read's own (clickhouse-connect's chDB client holds a whole result first).
+chDB handle of the read's own (clickhouse-connect's chDB client holds a whole result first), read
+a few batches ahead in a thread of its own.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from ...exceptions import (
     ClickHouseTableMissing,
     ClickHouseUnreachable,
 )
+from ._read_ahead import ReadAhead
 from ._select import IDENTIFIER, SpansSelect, columns_select
 
 __all__ = [
@@ -229,7 +231,9 @@ class ClickHouseConnection:
         reaches DuckDB until the select has finished and the result is held twice. A handle of our
         own on the same engine (chDB allows several; the URL's settings ride in its connection
         string, never in the SQL) streams Arrow batches, and the loader types rows while the engine
-        still reads. The parameters are bound as the client binds them (server-side)."""
+        still reads. chDB makes a block only when asked for one, so a thread of the read's own asks
+        (:class:`~._read_ahead.ReadAhead`, two batches ahead) while DuckDB types the last. The
+        parameters are bound as the client binds them (server-side)."""
         import chdb
         from clickhouse_connect.driver.binding import bind_query
 
@@ -244,9 +248,10 @@ class ClickHouseConnection:
             _close_quietly(handle)
             raise self.error(exc, doing) from None
         try:
-            yield _chdb_batches(result, self, doing)
+            with ReadAhead(_chdb_batches(result, self, doing)) as batches:
+                yield batches
         finally:
-            _close_quietly(result)  # cancels a query not read to its end
+            _close_quietly(result)  # cancels a query not read to its end (the reader has stopped)
             _close_quietly(handle)
 
     def close(self) -> None:
