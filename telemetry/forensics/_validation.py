@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, cast
 
+from .. import conventions as c
 from ..exceptions import ForensicsInputError
 
 __all__ = [
@@ -218,7 +219,7 @@ class _Prefix(io.RawIOBase):
 _TRACE_ID = re.compile(r"[0-9a-fA-F]{32}")
 _SPAN_ID = re.compile(r"[0-9a-fA-F]{16}")
 _DIGITS = re.compile(r"[0-9]+")
-_TIME_LIMIT = (1 << 63) - 1
+_TIME_LIMIT = c.INT64_MAX
 """Times end below 2^63 - 1, which a TIMESTAMP_NS keeps for infinity (``otlp_time_ok``)."""
 
 

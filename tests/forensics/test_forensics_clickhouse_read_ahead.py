@@ -107,13 +107,16 @@ def test_a_consumer_that_stops_early_stops_the_reader_before_the_result_is_close
 
 
 def test_an_error_in_the_consumer_stops_the_reader_and_is_raised_unchanged() -> None:
-    source = _Source()
+    """DuckDB failing while the reader is inside a slow fetch: the error passes through as it was,
+    and only once the reader has finished that fetch and ended."""
+    source = _Source(delay_s=0.1)
     with pytest.raises(KeyError, match="duckdb said no"):
         with ReadAhead(source) as ahead:
             next(ahead)
             raise KeyError("duckdb said no")
+    assert not source.fetching
     source.closed = True
-    time.sleep(0.02)
+    time.sleep(0.15)
     assert not source.pulled_after_close
 
 

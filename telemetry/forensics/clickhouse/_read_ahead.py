@@ -59,9 +59,7 @@ class ReadAhead:
     def _read(self) -> None:
         try:
             for batch in self._batches:
-                if self._stop.is_set():
-                    return
-                self._slots.put(batch)
+                self._slots.put(batch)  # a stopping consumer drains the queue, so this returns
                 if self._stop.is_set():
                     return
         except BaseException as exc:  # raised again in the consumer's thread, never lost here

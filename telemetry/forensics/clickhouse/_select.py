@@ -225,10 +225,13 @@ def _spelled(value: str) -> tuple[str, ...]:
 
 
 def _time(ns: int, bind: _Binder) -> str:
-    return f"fromUnixTimestamp64Nano({bind(max(min(ns, _INT64_MAX), -_INT64_MAX), 'Int64')})"
+    return f"fromUnixTimestamp64Nano({bind(max(min(ns, c.INT64_MAX), -c.INT64_MAX), 'Int64')})"
 
 
-_INT64_MAX = 2**63 - 1
+def _nanoseconds(wide: str, bind: _Binder) -> str:
+    """A time computed in ``Int128`` (so nothing wraps), as ``Int64`` when it lies in the JSON lines'
+    range [0, 2^63 - 1) and NULL when not: the one place a ClickHouse row's times meet that range."""
+    return f"if({wide} BETWEEN 0 AND {bind(c.INT64_MAX - 1, 'Int64')}, toInt64({wide}), NULL)"
 
 
 def spans_select(database: str, table: str, window: ReadWindow, limit: int, *, lookup: str | None = None,
@@ -241,13 +244,13 @@ def spans_select(database: str, table: str, window: ReadWindow, limit: int, *, l
     The runs are chosen once (a scalar subquery over the window); their spans are read from the
     window padded by ``window.padding_ns`` on both sides, widened to the first and last span of
     their traces when ``lookup`` names the exporter's trace-id lookup table (``<table>_trace_id_ts``,
-    in ``database``). Times come back as ``Int64`` nanoseconds: the start as stored (negative before
-    1970) and the end NULL when the start plus the duration, added without wrapping (``Int128``),
-    falls outside [0, 2^63 - 1), so both reach the JSON lines' range rule (``otlp_time_problem``)
-    instead of turning into a plausible number; numbers cost neither engine a text conversion. A
-    row whose attribute values add up to more than ``max_row_bytes`` comes back without them and
-    with ``attribute_bytes`` saying how many there were. At most ``limit`` rows come back (the caller asks for one more than it accepts, to tell a
-    full result from a cut one).
+    in ``database``). Times come back as ``Int64`` nanoseconds, each NULL when it falls outside
+    [0, 2^63 - 1) (the end is the start plus the duration, added without wrapping in ``Int128``),
+    so a time before 1970 or past the range reaches the JSON lines' range rule
+    (``otlp_time_problem``) instead of turning into a plausible number; numbers cost neither engine
+    a text conversion. A row whose attribute values add up to more than ``max_row_bytes`` comes back
+    without them and with ``attribute_bytes`` saying how many there were. At most ``limit`` rows come
+    back (the caller asks for one more than it accepts, to tell a full result from a cut one).
     """
     if window.until_ns <= window.since_ns:
         raise ClickHouseInputError("the time window is empty: --until must be later than --since")
@@ -311,9 +314,8 @@ SELECT
     toString(StatusMessage) AS status_message,
     exception_at > 0 AS raised,
     if({fits}, exception_type_found, NULL) AS exception_type,
-    toUnixTimestamp64Nano(Timestamp) AS start_time_unix_nano,
-    if(toInt128(toUnixTimestamp64Nano(Timestamp)) + toInt128(Duration) BETWEEN 0 AND {bind(_INT64_MAX - 1, 'Int64')},
-       toInt64(toUnixTimestamp64Nano(Timestamp) + Duration), NULL) AS end_time_unix_nano,
+    {_nanoseconds('toInt128(toUnixTimestamp64Nano(Timestamp))', bind)} AS start_time_unix_nano,
+    {_nanoseconds('toInt128(toUnixTimestamp64Nano(Timestamp)) + toInt128(Duration)', bind)} AS end_time_unix_nano,
     toString(ServiceName) AS service_name,
     toString(ScopeName) AS scope_name,
     toString(ScopeVersion) AS scope_version,

@@ -4,13 +4,13 @@ The Arrow batches go from clickhouse-connect straight into one DuckDB ``CREATE T
 ``RecordBatchReader``, which checks and types every row into ``spans_loaded`` (one
 materialisation): no Python object per span or per value is made. Each row is checked with the
 JSON-lines path's own rules (``otlp_id_problem``: ids 32/16 hex; ``otlp_time_problem``: times in
-[0, 2^63 - 1), end not before start, judged here on the numbers the select sends) and against
-:data:`~.select.MAX_ROW_BYTES` of attribute values: a bad row is named by its trace and span id
-and refused, or skipped and counted with ``skip_bad_rows``, never typed into a wrong value (it is
-typed with harmless times, marked, and removed before anything reads it). The typing is the
-``otlp_typed`` macro the JSON-lines path uses (``queries/spans.sql``), so kinds, statuses, ids,
-ints-as-text and arrays follow one set of rules, and every question (and every check that runs on
-the loaded spans) runs unchanged.
+[0, 2^63 - 1), end not before start, judged on the numbers the select sends, NULL where out of
+range) and against :data:`~.select.MAX_ROW_BYTES` of attribute values: a bad row is named by its
+trace and span id and refused, or skipped and counted with ``skip_bad_rows``, never typed into a
+wrong value (it is typed with harmless times, marked, and removed before anything reads it). The
+typing is the ``otlp_typed`` macro the JSON-lines path uses (``queries/spans.sql``), so kinds,
+statuses, ids, ints-as-text and arrays follow one set of rules, and every question (and every
+check that runs on the loaded spans) runs unchanged.
 """
 
 from __future__ import annotations
@@ -80,8 +80,7 @@ WITH keyed AS (
         END AS attribute_arrays,
         is_tool,
         coalesce(otlp_id_problem(trace_id, span_id, parent_span_id),
-                 otlp_time_problem(start_time_unix_nano >= 0 AND start_time_unix_nano < $time_limit
-                                   AND end_time_unix_nano IS NOT NULL,
+                 otlp_time_problem(start_time_unix_nano IS NOT NULL AND end_time_unix_nano IS NOT NULL,
                                    start_time_unix_nano, end_time_unix_nano),
                  CASE WHEN attribute_bytes > $max_row_bytes THEN
             'a span''s attribute values add up to ' || attribute_bytes || ' bytes, more than a row may bring ('
@@ -229,8 +228,7 @@ def load_clickhouse(
             con.register(_STREAM, reader)
             try:
                 con.execute(_TYPED_SQL, {"source": connection.label, "service_key": c.SERVICE_NAME,
-                                         "max_row_bytes": MAX_ROW_BYTES, "time_limit": c.INT64_MAX,
-                                         "tool_mark": _TOOL_MARK,
+                                         "max_row_bytes": MAX_ROW_BYTES, "tool_mark": _TOOL_MARK,
                                          "parent_mark": _PARENT_MARK}).fetchall()
             except duckdb.Error as exc:
                 if counted.failure is None and not counted.over:
