@@ -47,7 +47,7 @@ EXTRA_MODULES: dict[str, list[str]] = {
     "otlp-grpc": ["opentelemetry.exporter.otlp.proto.grpc.trace_exporter"],
     "postgres": ["psycopg"],
     "clickhouse": ["clickhouse_connect", "pyarrow", "telemetry.forensics.clickhouse"],
-    "chdb": ["chdb"],
+    "chdb": ["chdb", "pyarrow", "telemetry.forensics.clickhouse"],
     "mcp": ["telemetry.mcp"],
     "audit": ["pydantic", "mcp", "duckdb", "telemetry.audit._cli"],
     "demo": ["duckdb", "pydantic", "telemetry.demo._cli"],

@@ -1,4 +1,5 @@
-"""Connect to ClickHouse through ``clickhouse-connect`` and turn every failure into a named error.
+"""Connect to ClickHouse (over HTTP through ``clickhouse-connect``, in process through chDB alone)
+and turn every failure into a named error.
 
 The URL says where and as whom: ``http://USER@HOST:8123/DATABASE`` (``https://`` for TLS; its
 query string carries ``verify=0``, ``ca_cert=PATH``, ``connect_timeout=S``, ``query_timeout=S``
@@ -9,12 +10,13 @@ otherwise), and it is removed from every message this module raises.
 
 Spans stream as Arrow batches either way: over HTTP from clickhouse-connect's raw stream (read
 here, so that a server's error at the end of a part-sent body can be named), in process from a
-chDB handle of the read's own (clickhouse-connect's chDB client holds a whole result first), read
-a few batches ahead in a thread of its own.
+chDB handle (clickhouse-connect's chDB client would hold a whole result first, and a chDB read
+needs nothing else of it), read a few batches ahead in a thread of its own.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from collections.abc import Iterator, Mapping
@@ -30,6 +32,7 @@ from ...exceptions import (
     ClickHouseTableMissing,
     ClickHouseUnreachable,
 )
+from ._parameters import chdb_parameters
 from ._read_ahead import ReadAhead
 from ._select import IDENTIFIER, SpansSelect, columns_select
 
@@ -152,7 +155,7 @@ def _redact(text: str, secret: str | None) -> str:
 
 
 def error_for(exc: BaseException, target: Target, password: str | None, doing: str) -> ClickHouseInputError:
-    """The named error for a clickhouse-connect failure while ``doing`` something."""
+    """The named error for a clickhouse-connect or chDB failure while ``doing`` something."""
     message = _redact(str(exc), password).strip()
     first = message.splitlines()[0] if message else type(exc).__name__
     match = _CODE.search(message)
@@ -164,7 +167,7 @@ def error_for(exc: BaseException, target: Target, password: str | None, doing: s
             f"password in ${PASSWORD_ENV} (or the variable --password-env names)")
     if code in _MISSING_CODES:
         return ClickHouseTableMissing(f"{where}: {first}; check --table and the database in the URL")
-    if code in _TIMEOUT_CODES or (code is None and _is_connection_error(exc)):
+    if code in _TIMEOUT_CODES or (code is None and target.scheme != "chdb" and _is_connection_error(exc)):
         return ClickHouseUnreachable(
             f"no answer from {where} while {doing} ({first}); check the host, port and scheme (https for "
             "TLS), that the server is up, or raise connect_timeout/query_timeout in the URL")
@@ -180,7 +183,8 @@ def _is_connection_error(exc: BaseException) -> bool:
 
 
 class ClickHouseConnection:
-    """One clickhouse-connect client, with the target it reaches (for messages) and its password."""
+    """One client, with the target it reaches (for messages) and its password: a clickhouse-connect
+    client over HTTP, a chDB handle in process."""
 
     def __init__(self, client: Any, target: Target, password: str | None):
         self.client = client
@@ -198,10 +202,17 @@ class ClickHouseConnection:
         """``database.table``'s columns and their types (empty when there is no such table)."""
         select = columns_select(database, table)
         try:
-            result = self.client.query(select.sql, parameters=select.parameters)
+            if self.target.scheme == "chdb":
+                text = self.client.query(select.sql, "JSONCompactEachRow",
+                                         params=chdb_parameters(select.parameters, select.types)).bytes()
+                rows = [json.loads(line) for line in text.decode("utf-8").splitlines() if line]
+            else:
+                rows = self.client.query(select.sql, parameters=select.parameters).result_rows
+        except ClickHouseInputError:
+            raise
         except Exception as exc:
             raise self.error(exc, f"reading the columns of {database}.{table}") from None
-        return {str(name): str(type_name) for name, type_name in result.result_rows}
+        return {str(name): str(type_name) for name, type_name in rows}
 
     def stream(self, select: SpansSelect, doing: str) -> AbstractContextManager[Iterator[Any]]:
         """The rows of ``select`` as Arrow record batches, streamed (closed when the block ends)."""
@@ -226,33 +237,22 @@ class ClickHouseConnection:
     def _chdb_stream(self, select: SpansSelect, doing: str) -> Iterator[Iterator[Any]]:
         """chDB's own streamed query, in batches of :data:`CHDB_BATCH_ROWS` as the engine makes them.
 
-        clickhouse-connect's chDB backend reads an ``ArrowStream`` result whole before it hands
-        over the first batch (the format cannot be streamed as chDB's per-block chunks), so nothing
-        reaches DuckDB until the select has finished and the result is held twice. A handle of our
-        own on the same engine (chDB allows several; the URL's settings ride in its connection
-        string, never in the SQL) streams Arrow batches, and the loader types rows while the engine
-        still reads. chDB makes a block only when asked for one, so a thread of the read's own asks
+        Streamed on the connection's chDB handle (the URL's settings ride in its connection string,
+        never in the SQL), so the loader types rows while the engine still reads; clickhouse-connect's
+        chDB backend would read the whole ``ArrowStream`` result before handing over its first
+        batch. chDB makes a block only when asked for one, so a thread of the read's own asks
         (:class:`~._read_ahead.ReadAhead`, two batches ahead) while DuckDB types the last. The
-        parameters are bound as the client binds them (server-side)."""
-        import chdb
-        from clickhouse_connect.driver.binding import bind_query
-
-        sql, bound = bind_query(select.sql, select.parameters)
-        text = sql.decode() if isinstance(sql, bytes) else sql
-        params = {name.removeprefix("param_"): value for name, value in bound.items()}
-        handle = result = None
+        parameters go as the text of their declared types (:mod:`._parameters`)."""
+        params = chdb_parameters(select.parameters, select.types)
         try:
-            handle = chdb.connect(_chdb_connection_string(self.target))  # type: ignore[no-untyped-call]
-            result = handle.send_query(text, "Arrow", params=params)
+            result = self.client.send_query(select.sql, "Arrow", params=params)
         except Exception as exc:
-            _close_quietly(handle)
             raise self.error(exc, doing) from None
         try:
             with ReadAhead(_chdb_batches(result, self, doing)) as batches:
                 yield batches
         finally:
             _close_quietly(result)  # cancels a query not read to its end (the reader has stopped)
-            _close_quietly(handle)
 
     def close(self) -> None:
         _close_quietly(self.client)
@@ -354,25 +354,22 @@ def _existing_data_directory(path: str) -> None:
 def connect(url: str, *, password_env: str = PASSWORD_ENV, environ: Mapping[str, str] | None = None) -> ClickHouseConnection:
     """Open a client for ``url``, with the password from ``password_env``, and check it answers."""
     target = parse_url(url)
+    if target.scheme == "chdb":
+        return _connect_chdb(target)
     clickhouse_connect = require("clickhouse_connect", extra="clickhouse", needed_for="reading from ClickHouse",
                                  error=ClickHouseInputError)
     env = os.environ if environ is None else environ
     password = env.get(password_env) or None
     connect_timeout = _seconds(target.options, "connect_timeout", CONNECT_TIMEOUT_S)
     query_timeout = _seconds(target.options, "query_timeout", QUERY_TIMEOUT_S)
-    if target.scheme == "chdb":
-        require("chdb", extra="chdb", needed_for="a chdb:// URL (chDB in process)", error=ClickHouseInputError)
-        _existing_data_directory(target.path)
-        kwargs: dict[str, Any] = {"dsn": f"chdb://{target.path}"}
-    else:
-        verify = target.options.get("verify", "1").lower() not in ("0", "false", "no")
-        kwargs = {"host": target.host, "port": target.port or (8443 if target.scheme == "https" else 8123),
-                  "username": target.user or "default", "password": password or "",
-                  "database": target.database, "secure": target.scheme == "https", "verify": verify,
-                  "connect_timeout": connect_timeout, "send_receive_timeout": query_timeout,
-                  "autogenerate_session_id": False}
-        if "ca_cert" in target.options:
-            kwargs["ca_cert"] = target.options["ca_cert"]
+    verify = target.options.get("verify", "1").lower() not in ("0", "false", "no")
+    kwargs: dict[str, Any] = {
+        "host": target.host, "port": target.port or (8443 if target.scheme == "https" else 8123),
+        "username": target.user or "default", "password": password or "", "database": target.database,
+        "secure": target.scheme == "https", "verify": verify, "connect_timeout": connect_timeout,
+        "send_receive_timeout": query_timeout, "autogenerate_session_id": False}
+    if "ca_cert" in target.options:
+        kwargs["ca_cert"] = target.options["ca_cert"]
     if target.settings:
         kwargs["settings"] = dict(target.settings)
     try:
@@ -380,3 +377,17 @@ def connect(url: str, *, password_env: str = PASSWORD_ENV, environ: Mapping[str,
     except Exception as exc:
         raise error_for(exc, target, password, "connecting") from None
     return ClickHouseConnection(client, target, password)
+
+
+def _connect_chdb(target: Target) -> ClickHouseConnection:
+    """A chDB handle on ``target``'s data directory (no password: the engine is this process's)."""
+    chdb = require("chdb", extra="chdb", needed_for="a chdb:// URL (chDB in process)", error=ClickHouseInputError)
+    require("pyarrow", extra="chdb", needed_for="a chdb:// URL (chDB in process)", error=ClickHouseInputError)
+    _seconds(target.options, "connect_timeout", CONNECT_TIMEOUT_S)  # refused alike, though nothing waits here
+    _seconds(target.options, "query_timeout", QUERY_TIMEOUT_S)
+    _existing_data_directory(target.path)
+    try:
+        handle = chdb.connect(_chdb_connection_string(target))
+    except Exception as exc:
+        raise error_for(exc, target, None, "connecting") from None
+    return ClickHouseConnection(handle, target, None)

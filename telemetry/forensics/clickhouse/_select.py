@@ -154,6 +154,7 @@ class _Binder:
     one type gets one placeholder (the parameters travel in the URL while they are short)."""
 
     values: dict[str, Any] = field(default_factory=dict)
+    types: dict[str, str] = field(default_factory=dict)
     _given: dict[str, str] = field(default_factory=dict)
 
     def __call__(self, value: Any, type_name: str) -> str:
@@ -161,8 +162,12 @@ class _Binder:
         if key not in self._given:
             name = f"p{len(self.values)}"
             self.values[name] = value
+            self.types[name] = type_name
             self._given[key] = f"{{{name}:{type_name}}}"
         return self._given[key]
+
+    def select(self, sql: str) -> SpansSelect:
+        return SpansSelect(sql=sql, parameters=dict(self.values), types=dict(self.types))
 
 
 @dataclass(frozen=True)
@@ -179,10 +184,12 @@ class ReadWindow:
 
 @dataclass(frozen=True)
 class SpansSelect:
-    """A generated select and its parameters (pass both to the client; nothing is formatted in)."""
+    """A generated select and its parameters (pass both to the client; nothing is formatted in),
+    with the type each parameter's placeholder declares (chDB takes the values as text of that type)."""
 
     sql: str
     parameters: dict[str, Any]
+    types: dict[str, str] = field(default_factory=dict)
 
 
 def _spelling(column: str, spellings: dict[str, tuple[str, ...]], bind: _Binder) -> str:
@@ -334,7 +341,7 @@ WHERE {bounds}
        OR ({asking} AND TraceId IN (
            SELECT TraceId FROM {source} WHERE {bounds} AND {oi_tool} AND {chosen})))
 LIMIT {bind(int(limit), 'UInt64')}"""
-    return SpansSelect(sql=sql, parameters=dict(bind.values))
+    return bind.select(sql)
 
 
 def columns_select(database: str, table: str) -> SpansSelect:
@@ -344,4 +351,4 @@ def columns_select(database: str, table: str) -> SpansSelect:
     bind = _Binder()
     sql = (f"SELECT name, type FROM system.columns WHERE database = {bind(database, 'String')} "
            f"AND table = {bind(table, 'String')}")
-    return SpansSelect(sql=sql, parameters=dict(bind.values))
+    return bind.select(sql)
