@@ -124,11 +124,10 @@ _SELECT_ALONE = """
 import sys, time
 sys.path[:0] = {paths!r}
 import chdb.session
-from clickhouse_connect.driver.binding import bind_query
+from telemetry.forensics.clickhouse._parameters import chdb_parameters
 from telemetry.forensics.clickhouse._select import ReadWindow, spans_select
 select = spans_select("otel", "otel_traces", ReadWindow({since}, {until}), 10**9)
-query, bound = bind_query(select.sql, select.parameters)
-params = {{name.removeprefix("param_"): value for name, value in bound.items()}}
+query, params = select.sql, chdb_parameters(select.parameters, select.types)
 session = chdb.session.Session("{engine}")
 plan = session.query("EXPLAIN indexes = 1 " + query, "TSVRaw", params=params).bytes().decode()
 started, cpu = time.perf_counter(), time.process_time()
