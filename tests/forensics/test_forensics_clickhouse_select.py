@@ -194,7 +194,8 @@ def test_the_window_is_last_6h_by_default_and_refuses_mixed_or_bad_options() -> 
         1_704_067_200 * 10**9, 1_704_067_200 * 10**9, None)
     for kwargs, message in [({"last": "6x"}, "not a duration"), ({"since": "yesterday"}, "not a time"),
                             ({"until": "2024-01-01"}, "needs --since"),
-                            ({"last": "1h", "since": "2024-01-01"}, "not both")]:
+                            ({"last": "1h", "since": "2024-01-01"}, "not both"),
+                            ({"service": "crew\udcff"}, r"--service 'crew\\udcff' is not UTF-8 text")]:
         with pytest.raises(ClickHouseInputError, match=message):
             window(**kwargs)  # type: ignore[arg-type]
     with pytest.raises(ClickHouseInputError, match="window is empty"):

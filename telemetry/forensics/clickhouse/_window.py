@@ -48,6 +48,7 @@ def parse_time(text: str, flag: str) -> int:
 def window(since: str | None = None, until: str | None = None, last: str | None = None,
            service: str | None = None, now_ns: int | None = None) -> ReadWindow:
     """The window the options describe; ``--last 6h`` when none is given."""
+    _check_service(service)
     if last is not None and (since is not None or until is not None):
         raise ClickHouseInputError("give either --last or --since/--until, not both")
     now = time.time_ns() if now_ns is None else now_ns
@@ -58,6 +59,19 @@ def window(since: str | None = None, until: str | None = None, last: str | None 
     start = parse_time(since, "--since")
     end = parse_time(until, "--until") if until is not None else now + 1
     return ReadWindow(start, end, service)
+
+
+def _check_service(service: str | None) -> None:
+    """Refuse a service name that cannot be sent as text (a command line's bytes that are not
+    UTF-8 arrive as lone surrogates): it would match no span, or reach ClickHouse changed."""
+    if service is None:
+        return
+    try:
+        service.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ClickHouseInputError(
+            f"--service {service!r} is not UTF-8 text (it holds bytes that are not UTF-8); give the service "
+            "name as the exporter wrote it, the resource's service.name") from None
 
 
 def iso(ns: int) -> str:
