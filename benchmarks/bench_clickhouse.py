@@ -8,7 +8,9 @@ three ways, each in a fresh process: from JSON lines (what a team would do inste
 files first, not counting the export), from ClickHouse with chDB in process, and over HTTP through
 clickhouse-connect from a loopback server that answers from chDB in another process (so the
 client's peak RSS is the client's alone, and the server's own CPU and the rows it read are
-measured apart). Beside them: the generated SELECT alone in process, and the granules its main
+measured apart). The stand-in server shares the reader's cores, which a real server would not, so
+the HTTP report runs once more against a server that replays the answer it sent the first time
+(``answer replayed``): the reader's own cost. Beside them: the generated SELECT alone in process, and the granules its main
 read selects (``EXPLAIN indexes = 1``). Every ClickHouse read names the same window, the one the
 spans lie in.
 
@@ -48,6 +50,9 @@ from telemetry.forensics.clickhouse import iso  # noqa: E402
 
 from bench_forensics import _measure, generate  # noqa: E402
 
+REPLAYED = "report over HTTP, answer replayed"
+"""The HTTP report whose server sends an answer it already holds: the reader's own cost, which a
+server on a machine of its own would leave it (not the issue's measure: that is the report over HTTP)."""
 SPAN_NS = 1_000_000
 """The generator starts a span every millisecond."""
 SHIFT_HOURS = 6
@@ -110,7 +115,7 @@ import json, sys
 sys.path[:0] = {paths!r}
 from chdb_http import ChdbHttpServer, session_for
 session = session_for("{engine}")
-with ChdbHttpServer(session, "reader", "bench", path="{engine}") as server:
+with ChdbHttpServer(session, "reader", "bench", path="{engine}", replay={replay}) as server:
     print(server.port, flush=True)
     sys.stdin.read()
     spans = [r for r in server.requests if "mapFilter" in r["sql"] and "seconds" in r]
@@ -173,15 +178,23 @@ def _select_alone(paths: list[str], engine: Path, since_ns: int, until_ns: int) 
             "granules_total": int(total.group(1)) if total else None}
 
 
-def _over_http(paths: list[str], engine: Path, label: str, since: str, until: str) -> dict[str, Any]:
-    """The report over HTTP from a loopback server in another process, with the server's own cost."""
-    server = subprocess.Popen([sys.executable, "-c", _SERVE.format(paths=paths, engine=engine)],
+def _over_http(paths: list[str], engine: Path, label: str, since: str, until: str,
+               replay: bool = False) -> dict[str, Any]:
+    """The report over HTTP from a loopback server in another process, with the server's own cost.
+
+    ``replay``: a first, unmeasured report has the server keep its streamed answer, and the
+    measured one gets those bytes again without the engine, so it shows what the reader alone
+    costs, as with a server on a machine of its own that already holds the answer."""
+    server = subprocess.Popen([sys.executable, "-c", _SERVE.format(paths=paths, engine=engine, replay=replay)],
                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:
         assert server.stdout is not None and server.stdin is not None
         port = int(server.stdout.readline())
         os.environ["CLICKHOUSE_PASSWORD"] = "bench"
-        step = _measure(label, lambda: _report_clickhouse(f"http://reader@127.0.0.1:{port}/otel", since, until))
+        url = f"http://reader@127.0.0.1:{port}/otel"
+        if replay:
+            _measure(f"{label} (kept by the server)", lambda: _report_clickhouse(url, since, until))
+        step = _measure(label, lambda: _report_clickhouse(url, since, until))
         server.stdin.close()
         step["server"] = json.loads(server.stdout.readline() or "{}")
     finally:
@@ -208,6 +221,7 @@ def _size(n: int, work: Path, paths: list[str], rounds: int) -> dict[str, Any]:
             ("report from chDB in process", lambda: _measure(
                 "report from chDB in process", lambda: _report_clickhouse(f"chdb://{engine}", since, until))),
             ("report over HTTP", lambda: _over_http(paths, engine, "report over HTTP", since, until)),
+            (REPLAYED, lambda: _over_http(paths, engine, REPLAYED, since, until, replay=True)),
         ]
         for label, measure in measured:
             reports.setdefault(label, []).append(measure())

@@ -161,6 +161,8 @@ ROWS: tuple[Row, ...] = (
         lambda f: (_step(f, "duckdb from_json, the loader's structure") or {}).get("cpu_x_loop"), "x"),
     Row("clickhouse", "forensics report over ClickHouse HTTP vs the JSON-lines report (wall)",
         lambda f: _ratio(f, "report over HTTP", JSON_REPORT, "seconds"), "x", 0.6),
+    Row("clickhouse", "the same over HTTP from a server that already holds the answer (the reader alone, wall)",
+        lambda f: _ratio(f, "report over HTTP, answer replayed", JSON_REPORT, "seconds"), "x"),
     Row("clickhouse", "forensics report from chDB in process vs the JSON-lines report (wall)",
         lambda f: _ratio(f, "report from chDB in process", JSON_REPORT, "seconds"), "x", 0.6),
     Row("clickhouse", "a 1M-span window of a 10M-row table vs the same spans alone (wall, the slower path)",

@@ -9,6 +9,7 @@ real server: each creates its own database there and drops it afterwards.
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -18,7 +19,7 @@ import pytest
 
 from telemetry.exceptions import ClickHouseAuthError, ClickHouseInputError, ClickHouseSchemaError, ClickHouseUnreachable
 from telemetry.forensics import QUESTION_NAMES, open_clickhouse, open_traces
-from telemetry.forensics.clickhouse import connect
+from telemetry.forensics.clickhouse import connect, iso
 
 from chdb_http import ChdbHttpServer, closed_port, session_for
 from clickhouse_support import create, exporter_rows, insert_rows, shifted_lines, write_lines
@@ -146,3 +147,31 @@ def test_a_password_in_the_url_is_refused_without_repeating_it() -> None:
     with pytest.raises(ClickHouseInputError, match="holds a password") as caught:
         open_clickhouse("http://reader:hunter2@127.0.0.1:1/otel")
     assert "hunter2" not in str(caught.value)
+
+
+def test_a_replaying_stand_in_answers_again_without_the_engine(chdb_dir: Path, database: str,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """The benchmark measures the reader alone against a stand-in that replays the answer it sent:
+    the second read must get the same spans, from the kept bytes, with no query run."""
+    import clickhouse_connect
+
+    monkeypatch.setenv("CLICKHOUSE_PASSWORD", PASSWORD)
+    setup = clickhouse_connect.get_client(dsn=f"chdb://{chdb_dir}")
+    session = session_for(str(chdb_dir))
+    try:
+        fill_many(setup, database, 20_000)
+        with ChdbHttpServer(session, "reader", PASSWORD, path=str(chdb_dir), replay=True) as http:
+            url = f"http://reader@127.0.0.1:{http.port}/{database}"
+            now = time.time_ns()  # one window for both reads: the same query, as in the benchmark
+            window = {"since": iso(now - 86_400 * 10**9), "until": iso(now + 3600 * 10**9)}
+            with open_clickhouse(url, **window) as first:
+                first_spans = first.connection.execute("SELECT * FROM spans ORDER BY span_id").fetchall()
+            streamed = [r for r in http.requests if "batches_sent" in r]
+            with open_clickhouse(url, **window) as second:
+                assert second.connection.execute("SELECT * FROM spans ORDER BY span_id").fetchall() == first_spans
+            replayed = [r for r in http.requests if r.get("replayed")]
+            assert len(first_spans) == 20_000 and len(streamed) == 1 and len(replayed) == 1
+            assert [r for r in http.requests if "batches_sent" in r] == streamed  # the engine was not asked again
+    finally:
+        session.close()
+        setup.close()
