@@ -201,15 +201,14 @@ class ClickHouseConnection:
     def columns(self, database: str, table: str) -> dict[str, str]:
         """``database.table``'s columns and their types (empty when there is no such table)."""
         select = columns_select(database, table)
+        in_process = self.target.scheme == "chdb"
+        params = chdb_parameters(select.parameters, select.types) if in_process else {}
         try:
-            if self.target.scheme == "chdb":
-                text = self.client.query(select.sql, "JSONCompactEachRow",
-                                         params=chdb_parameters(select.parameters, select.types)).bytes()
+            if in_process:
+                text = self.client.query(select.sql, "JSONCompactEachRow", params=params).bytes()
                 rows = [json.loads(line) for line in text.decode("utf-8").splitlines() if line]
             else:
                 rows = self.client.query(select.sql, parameters=select.parameters).result_rows
-        except ClickHouseInputError:
-            raise
         except Exception as exc:
             raise self.error(exc, f"reading the columns of {database}.{table}") from None
         return {str(name): str(type_name) for name, type_name in rows}
