@@ -10,9 +10,9 @@ clickhouse-connect from a loopback server that answers from chDB in another proc
 client's peak RSS is the client's alone, and the server's own CPU and the rows it read are
 measured apart). The stand-in server shares the reader's cores, which a real server would not, so
 the HTTP report runs once more against a server that replays the answer it sent the first time
-(``answer replayed``): the reader's own cost. Beside them: the generated SELECT alone in process, and the granules its main
-read selects (``EXPLAIN indexes = 1``). Every ClickHouse read names the same window, the one the
-spans lie in.
+(``answer replayed``): the reader's own cost. Beside them: the generated SELECT alone in process,
+and the granules its main read selects (``EXPLAIN indexes = 1``). Every ClickHouse read names the
+same window, the one the spans lie in.
 
 Then the largest span set is loaded into a second table and copied in it, shifted six hours at a
 time into the past as other runs, until it holds ``--table-rows`` rows (ten times the spans by default: 10M for

@@ -82,7 +82,8 @@ def test_every_parameter_of_the_generated_selects_has_a_type_the_text_is_written
                    spans_select("otel", "otel_traces", ReadWindow(0, 10**18), 11, lookup="otel_traces_trace_id_ts"),
                    columns_select("otel", "otel_traces")):
         assert set(select.types) == set(select.parameters)
-        assert set(chdb_parameters(select.parameters, select.types)) == set(select.parameters)
+        assert set(select.types.values()) <= {"String", "Array(String)", "Int64", "UInt64"}
+        chdb_parameters(select.parameters, select.types)  # every value fits its type (or this raises)
 
 
 def test_a_chdb_read_needs_no_clickhouse_connect(chdb_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -82,9 +82,14 @@ class Target:
     settings: dict[str, str] = field(default_factory=dict)
 
     @property
+    def in_process(self) -> bool:
+        """A chDB data directory read in this process (``chdb://``), not a server over HTTP."""
+        return self.scheme == "chdb"
+
+    @property
     def label(self) -> str:
         """The URL as it may be shown: no password, no settings."""
-        if self.scheme == "chdb":
+        if self.in_process:
             return f"chdb://{self.path}"
         user = f"{self.user}@" if self.user else ""
         port = f":{self.port}" if self.port else ""
@@ -167,7 +172,7 @@ def error_for(exc: BaseException, target: Target, password: str | None, doing: s
             f"password in ${PASSWORD_ENV} (or the variable --password-env names)")
     if code in _MISSING_CODES:
         return ClickHouseTableMissing(f"{where}: {first}; check --table and the database in the URL")
-    if code in _TIMEOUT_CODES or (code is None and target.scheme != "chdb" and _is_connection_error(exc)):
+    if code in _TIMEOUT_CODES or (code is None and not target.in_process and _is_connection_error(exc)):
         return ClickHouseUnreachable(
             f"no answer from {where} while {doing} ({first}); check the host, port and scheme (https for "
             "TLS), that the server is up, or raise connect_timeout/query_timeout in the URL")
@@ -201,10 +206,9 @@ class ClickHouseConnection:
     def columns(self, database: str, table: str) -> dict[str, str]:
         """``database.table``'s columns and their types (empty when there is no such table)."""
         select = columns_select(database, table)
-        in_process = self.target.scheme == "chdb"
-        params = chdb_parameters(select.parameters, select.types) if in_process else {}
+        params = chdb_parameters(select.parameters, select.types) if self.target.in_process else {}
         try:
-            if in_process:
+            if self.target.in_process:
                 text = self.client.query(select.sql, "JSONCompactEachRow", params=params).bytes()
                 rows = [json.loads(line) for line in text.decode("utf-8").splitlines() if line]
             else:
@@ -215,7 +219,7 @@ class ClickHouseConnection:
 
     def stream(self, select: SpansSelect, doing: str) -> AbstractContextManager[Iterator[Any]]:
         """The rows of ``select`` as Arrow record batches, streamed (closed when the block ends)."""
-        if self.target.scheme == "chdb":
+        if self.target.in_process:
             return self._chdb_stream(select, doing)
         return self._http_stream(select, doing)
 
@@ -353,14 +357,14 @@ def _existing_data_directory(path: str) -> None:
 def connect(url: str, *, password_env: str = PASSWORD_ENV, environ: Mapping[str, str] | None = None) -> ClickHouseConnection:
     """Open a client for ``url``, with the password from ``password_env``, and check it answers."""
     target = parse_url(url)
-    if target.scheme == "chdb":
+    connect_timeout = _seconds(target.options, "connect_timeout", CONNECT_TIMEOUT_S)  # refused for chdb:// too,
+    query_timeout = _seconds(target.options, "query_timeout", QUERY_TIMEOUT_S)  # though nothing waits there
+    if target.in_process:
         return _connect_chdb(target)
     clickhouse_connect = require("clickhouse_connect", extra="clickhouse", needed_for="reading from ClickHouse",
                                  error=ClickHouseInputError)
     env = os.environ if environ is None else environ
     password = env.get(password_env) or None
-    connect_timeout = _seconds(target.options, "connect_timeout", CONNECT_TIMEOUT_S)
-    query_timeout = _seconds(target.options, "query_timeout", QUERY_TIMEOUT_S)
     verify = target.options.get("verify", "1").lower() not in ("0", "false", "no")
     kwargs: dict[str, Any] = {
         "host": target.host, "port": target.port or (8443 if target.scheme == "https" else 8123),
@@ -382,8 +386,6 @@ def _connect_chdb(target: Target) -> ClickHouseConnection:
     """A chDB handle on ``target``'s data directory (no password: the engine is this process's)."""
     chdb = require("chdb", extra="chdb", needed_for="a chdb:// URL (chDB in process)", error=ClickHouseInputError)
     require("pyarrow", extra="chdb", needed_for="a chdb:// URL (chDB in process)", error=ClickHouseInputError)
-    _seconds(target.options, "connect_timeout", CONNECT_TIMEOUT_S)  # refused alike, though nothing waits here
-    _seconds(target.options, "query_timeout", QUERY_TIMEOUT_S)
     _existing_data_directory(target.path)
     try:
         handle = chdb.connect(_chdb_connection_string(target))

@@ -17,7 +17,7 @@ from typing import Any
 from ... import conventions as c
 from ...exceptions import ClickHouseInputError
 
-__all__ = ["chdb_parameters", "parameter_text"]
+__all__ = ["chdb_parameters", "parameter_text", "sendable"]
 
 _ESCAPES = str.maketrans({"\\": "\\\\", "'": "\\'", "\t": "\\t", "\n": "\\n", "\r": "\\r", "\0": "\\0"})
 """Every character that ends a value, starts an escape or closes a quoted element, as its escape
@@ -26,13 +26,21 @@ _ESCAPES = str.maketrans({"\\": "\\\\", "'": "\\'", "\t": "\\t", "\n": "\\n", "\
 _INTEGER_RANGES = {"Int64": (-c.INT64_MAX - 1, c.INT64_MAX), "UInt64": (0, 2**64 - 1)}
 
 
-def _escaped(value: str, name: str) -> str:
+def sendable(text: str) -> bool:
+    """Whether ``text`` can reach ClickHouse as it is: UTF-8 encodable (no lone surrogate, as a
+    command line's bytes that are not UTF-8 arrive)."""
     try:
-        value.encode("utf-8")
+        text.encode("utf-8")
     except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _escaped(value: str, name: str) -> str:
+    if not sendable(value):
         raise ClickHouseInputError(
             f"the query parameter {name} ({value!r}) is not Unicode text that can be sent to ClickHouse "
-            "(it holds a lone surrogate, e.g. from bytes that are not UTF-8); give it as UTF-8 text") from None
+            "(it holds a lone surrogate, e.g. from bytes that are not UTF-8); give it as UTF-8 text")
     return value.translate(_ESCAPES)
 
 

@@ -7,6 +7,7 @@ import re
 import time
 
 from ...exceptions import ClickHouseInputError
+from ._parameters import sendable
 from ._select import ReadWindow
 
 __all__ = [
@@ -64,14 +65,10 @@ def window(since: str | None = None, until: str | None = None, last: str | None 
 def _check_service(service: str | None) -> None:
     """Refuse a service name that cannot be sent as text (a command line's bytes that are not
     UTF-8 arrive as lone surrogates): it would match no span, or reach ClickHouse changed."""
-    if service is None:
-        return
-    try:
-        service.encode("utf-8")
-    except UnicodeEncodeError:
+    if service is not None and not sendable(service):
         raise ClickHouseInputError(
             f"--service {service!r} is not UTF-8 text (it holds bytes that are not UTF-8); give the service "
-            "name as the exporter wrote it, the resource's service.name") from None
+            "name as the exporter wrote it, the resource's service.name")
 
 
 def iso(ns: int) -> str:
