@@ -137,8 +137,7 @@ def execute(ns: argparse.Namespace) -> int:
     if not (ns.targets or ns.mcp_stdio or ns.mcp_url or ns.traces):
         raise CommandError("name at least one target (module:attribute, --mcp-stdio, --mcp-url or --traces); "
                            "see --help")
-    if ns.timeout <= 0:
-        raise CommandError(f"--timeout must be a positive number of seconds, got {ns.timeout}")
+    mcp_listing.check_timeout(ns.timeout)  # before any target loads (and the MCP SDK with it)
     if os.getcwd() not in sys.path and "" not in sys.path:
         sys.path.insert(0, os.getcwd())  # module:attribute resolves from here, as `python -m` would
     report = gather(ns)

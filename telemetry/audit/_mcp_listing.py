@@ -97,10 +97,18 @@ def _plan_entries(result: Any) -> dict[str, dict[str, Any]]:
     return {t["name"]: t for t in tools[:10_000] if isinstance(t, dict) and isinstance(t.get("name"), str)}
 
 
+def check_timeout(timeout: float, label: str = "") -> None:
+    """Refuse a timeout that is not a finite number of seconds above 0 (nan included): a server that
+    never answers would be waited on forever. Checked before the SDK is imported, so a bad value is
+    refused at once."""
+    if not 0 < timeout < math.inf:
+        where = f"{label}: " if label else ""
+        raise AuditTargetError(f"{where}--timeout must be a finite number of seconds above 0, got {timeout}")
+
+
 def _list(server: Any, label: str, timeout: float, *, child: bool = False) -> list[dict[str, Any]]:
     """The listing of ``server`` within ``timeout``; ``child``: the SDK starts it as a process."""
-    if not 0 < timeout < math.inf:  # nan included: a server that never answers would be waited on forever
-        raise AuditTargetError(f"{label}: --timeout must be a finite number of seconds above 0, got {timeout}")
+    check_timeout(timeout, label)
     mcp = _sdk()
     # anyio comes with the SDK; imported here, not at the top, so the audit's other targets (and
     # its --help) need neither
@@ -161,6 +169,7 @@ def _reason(exc: BaseException) -> str:
 
 def list_stdio(command: str, *, timeout: float = DEFAULT_TIMEOUT_SECONDS) -> list[dict[str, Any]]:
     """The tools of the server ``command`` starts (split with shlex, run without a shell)."""
+    check_timeout(timeout, f"--mcp-stdio {command!r}")
     mcp = _sdk()
     try:
         argv = shlex.split(command)

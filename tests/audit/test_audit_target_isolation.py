@@ -102,10 +102,11 @@ def folder(tmp_path: Path) -> Path:
     return tmp_path
 
 
-def _audit(folder: Path, *args: str, timeout: float = BOUND_SECONDS) -> subprocess.CompletedProcess[str]:
+def _audit(folder: Path, *args: str, timeout: float = BOUND_SECONDS,
+           python: tuple[str, ...] = ()) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
-    return subprocess.run([sys.executable, "-m", "telemetry.cli", "audit", *args], capture_output=True, text=True,
-                          timeout=timeout, cwd=folder, env=env)
+    return subprocess.run([sys.executable, *python, "-m", "telemetry.cli", "audit", *args], capture_output=True,
+                          text=True, timeout=timeout, cwd=folder, env=env)
 
 
 def test_a_target_calling_sys_exit_at_import_fails_the_gate_by_name(folder: Path) -> None:
@@ -142,11 +143,17 @@ def test_a_target_whose_argparse_gives_up_is_a_named_target_error(folder: Path) 
 
 
 def test_a_timeout_of_inf_is_refused_not_a_wait_forever(folder: Path) -> None:
-    """`--timeout inf` (or nan) against a server that never answers: refused at once, exit 2."""
+    """`--timeout inf` (or nan, or 0) against a server that never answers: refused at once, exit 2,
+    before the MCP SDK is even imported (the refusal is the argument's, not the server's)."""
     command = f"{shlex.quote(sys.executable)} hung_server.py {shlex.quote(str(folder / 'pid'))}"
-    for value in ("inf", "nan"):
-        result = _audit(folder, "--mcp-stdio", command, "--timeout", value, timeout=60)
-        assert result.returncode == 2 and "--timeout" in result.stderr, (value, result.stderr[-2000:])
+    for value in ("inf", "nan", "0"):
+        result = _audit(folder, "--mcp-stdio", command, "--timeout", value, timeout=60, python=("-X", "importtime"))
+        assert result.returncode == 2, (value, result.stderr[-2000:])
+        refusal = [line for line in result.stderr.splitlines() if not line.startswith("import time:")]
+        assert refusal == [f"outcome-telemetry audit: error: --timeout must be a finite number of seconds above 0, "
+                           f"got {float(value)}"], (value, refusal)
+        imported = {line.split("|")[-1].strip() for line in result.stderr.splitlines() if line.startswith("import time:")}
+        assert "telemetry.audit._mcp_listing" in imported and "mcp" not in imported, (value, sorted(imported)[:50])
 
 
 def _alive(pid: int) -> bool:
