@@ -38,6 +38,7 @@ from ._questions import CRITICAL, QUESTION_NAMES, WARNING, Question, all_questio
 from ._report import Format, format_answer
 from ._verdicts import gated, verdict_counts
 from .clickhouse._options import add_arguments as add_clickhouse_arguments
+from .clickhouse._options import quiet_driver_logs
 from .html import validate_trace_url, write_html
 
 __all__ = ["EXIT_FINDINGS", "EXIT_INPUT", "EXIT_INTERNAL", "EXIT_OK", "FAIL_ON", "FORMATS", "build_parser",
@@ -224,6 +225,7 @@ def _open(args: argparse.Namespace, progress: Progress | None) -> Forensics:
     if args.skip_unreadable or args.memory_limit is not None:
         flag = "--skip-unreadable" if args.skip_unreadable else "--memory-limit"
         raise ForensicsInputError(f"{flag} applies to trace paths, not to --clickhouse; leave it out")
+    quiet_driver_logs()  # a failure is this command's one named line
     return open_clickhouse(args.clickhouse, table=args.table, since=args.since, until=args.until, last=args.last,
                            service=args.service, max_spans=args.max_spans, password_env=args.password_env,
                            progress=progress, skip_bad_rows=args.skip_bad_lines, **peer_arguments(args))

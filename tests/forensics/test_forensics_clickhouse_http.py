@@ -9,6 +9,8 @@ real server: each creates its own database there and drops it afterwards.
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -127,6 +129,21 @@ def test_a_wrong_password_is_an_auth_error_that_never_shows_it(server: dict[str,
     with pytest.raises(ClickHouseAuthError, match="refused the credentials") as caught:
         open_clickhouse(server["url"], password_env="OTHER_PASSWORD")
     assert PASSWORD not in str(caught.value) and "not-the-password" not in str(caught.value)
+
+
+def test_the_report_command_names_an_unreachable_server_in_one_line() -> None:
+    """`forensics report --clickhouse` to a closed port, in a process of its own (where nothing
+    configured logging): exit 2 and one line on stderr, the named error; the driver's own warning
+    ("Unexpected Http Driver Exception"), which Python's last-resort handler would print, is not
+    said again (as `watch` says each failed pass once)."""
+    url = f"http://reader@127.0.0.1:{closed_port()}/otel?connect_timeout=2"
+    done = subprocess.run([sys.executable, "-m", "telemetry.cli", "forensics", "report", "--clickhouse", url,
+                           "--last", "1h"], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2, done.stderr
+    lines = done.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith(
+        "outcome-telemetry forensics report: error: no answer from http://reader@127.0.0.1:"), done.stderr
+    assert done.stdout == ""
 
 
 def test_unreachable_missing_table_and_schema_errors_are_named(server: dict[str, Any], database: str) -> None:

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import logging
 
 from ._client import PASSWORD_ENV
 from ._source import DEFAULT_MAX_SPANS, DEFAULT_TABLE
 from ._window import DEFAULT_LAST
 
-__all__ = ["add_arguments"]
+__all__ = ["add_arguments", "quiet_driver_logs"]
 
 
 def add_arguments(parser: argparse.ArgumentParser, *, window: bool = True) -> None:
@@ -36,3 +37,15 @@ def add_arguments(parser: argparse.ArgumentParser, *, window: bool = True) -> No
                        help=f"refuse to read more than N spans (default {DEFAULT_MAX_SPANS:,})")
     group.add_argument("--password-env", default=PASSWORD_ENV, metavar="VAR",
                        help=f"environment variable holding the password (default {PASSWORD_ENV})")
+
+
+def quiet_driver_logs() -> None:
+    """Stop clickhouse-connect's own log records at a handler that drops them.
+
+    The driver logs each failed request itself ("Unexpected Http Driver Exception", a warning that
+    reaches stderr through Python's last-resort handler when nothing configured logging), and then
+    raises; the command names that failure in one line of its own. Only the commands call this, for
+    their own process: a program using the library keeps its logging as it configured it."""
+    driver = logging.getLogger("clickhouse_connect")
+    if not any(type(handler) is logging.NullHandler for handler in driver.handlers):
+        driver.addHandler(logging.NullHandler())

@@ -9,7 +9,6 @@ Exit status: 0 stopped by SIGINT or SIGTERM, 2 bad input or usage, 3 an unexpect
 from __future__ import annotations
 
 import argparse
-import logging
 import re
 import signal
 import sys
@@ -34,6 +33,7 @@ from .._loading import MAX_LINE_BYTES
 from .._peers import add_arguments as add_peer_arguments
 from .._peers import options_from
 from ..clickhouse._options import add_arguments as add_clickhouse_arguments
+from ..clickhouse._options import quiet_driver_logs
 from ._clickhouse import ClickHouseSource, ClickHouseWindow
 from ._watcher import PassResult, Watcher, WatchOptions
 
@@ -140,8 +140,7 @@ def execute(args: argparse.Namespace) -> int:
     if args.state is not None:
         make_folder("--state", args.state.parent, shown=args.state)
     if args.clickhouse is not None:
-        # clickhouse-connect logs each failed request itself; the failed pass's one named line says it
-        logging.getLogger("clickhouse_connect").addHandler(logging.NullHandler())
+        quiet_driver_logs()  # each failed pass is one named line
     source = None if args.clickhouse is None else ClickHouseSource(
         args.clickhouse, table=args.table, service=args.service, max_spans=args.max_spans,
         password_env=args.password_env)
