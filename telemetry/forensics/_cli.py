@@ -38,7 +38,7 @@ from ._questions import CRITICAL, QUESTION_NAMES, WARNING, Question, all_questio
 from ._report import Format, format_answer
 from ._verdicts import gated, verdict_counts
 from .clickhouse._options import add_arguments as add_clickhouse_arguments
-from .clickhouse._options import quiet_driver_logs
+from .clickhouse._options import quiet_driver_logs, refuse_without_clickhouse
 from .html import validate_trace_url, write_html
 
 __all__ = ["EXIT_FINDINGS", "EXIT_INPUT", "EXIT_INTERNAL", "EXIT_OK", "FAIL_ON", "FORMATS", "build_parser",
@@ -217,6 +217,7 @@ def _open(args: argparse.Namespace, progress: Progress | None) -> Forensics:
     if args.clickhouse is None:
         if not args.paths:
             raise ForensicsInputError("no traces named; pass trace files or directories, or --clickhouse URL")
+        refuse_without_clickhouse(args)
         return open_traces(args.paths, skip_bad_lines=args.skip_bad_lines, progress=progress,
                            max_line_bytes=args.max_line_bytes, skip_unreadable=args.skip_unreadable,
                            memory_limit=args.memory_limit, **peer_arguments(args))

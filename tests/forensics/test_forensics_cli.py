@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -40,6 +42,32 @@ def test_old_spellings_are_usage_errors(planted_file: Path, capsys: pytest.Captu
                  ["report", str(planted_file), "--format", "table"]):
         assert main(argv) == 2, argv
     assert "Traceback" not in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("option", [["--since", "2026-01-01"], ["--until", "2026-01-02"], ["--last", "6h"],
+                                    ["--service", "billing"], ["--table", "otel.spans"], ["--max-spans", "10"],
+                                    ["--password-env", "CH_PASS"]], ids=lambda o: o[0])
+def test_a_clickhouse_only_option_with_trace_paths_is_refused_not_ignored(
+        planted_file: Path, option: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    """Trace files are read whole: a window, a service or a table given with PATHS would be ignored
+    and the report would answer for spans the user meant to leave out, so it is refused by name
+    (exit 2, nothing printed on stdout)."""
+    for command in (["report"], ["run", "masked_failures"]):
+        assert main([*command, str(planted_file), *option]) == 2
+        out, err = capsys.readouterr()
+        assert out == "" and f"error: {option[0]} applies to --clickhouse only" in err, err
+    assert main(["report", str(planted_file), "-q", "--table", "otel_traces"]) == 0  # the default: nothing ignored
+
+
+def test_watch_refuses_a_clickhouse_only_option_with_trace_paths(planted_file: Path) -> None:
+    """`watch` takes its own --last for files too, and refuses --service (and the rest) with PATHS
+    before it serves: run as a process, so a watch that did not refuse would be stopped by the
+    timeout instead of serving on."""
+    command = [sys.executable, "-m", "telemetry.cli", "watch", str(planted_file.parent), "--metrics-port", "0"]
+    done = subprocess.run([*command, "--service", "billing"], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2 and done.stderr.strip() == (
+        "outcome-telemetry watch: error: --service applies to --clickhouse only: with trace PATHS it would be "
+        "ignored; leave it out, or read the table with --clickhouse URL"), done.stderr
 
 
 def test_report_exit_code_follows_fail_on(planted_file: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -190,16 +190,23 @@ def test_the_window_is_last_6h_by_default_and_refuses_mixed_or_bad_options() -> 
     now = 10**18
     assert window(now_ns=now) == ReadWindow(now - 6 * 3600 * 10**9, now + 1, None)
     assert window(last="90m", service="s", now_ns=now) == ReadWindow(now - 5400 * 10**9, now + 1, "s")
-    assert window("2024-01-01T00:00:00Z", "2024-01-01T01:00:00+01:00", now_ns=now) == ReadWindow(
-        1_704_067_200 * 10**9, 1_704_067_200 * 10**9, None)
+    assert window("2024-01-01T00:00:00Z", "2024-01-01T02:00:00+01:00", now_ns=now) == ReadWindow(
+        1_704_067_200 * 10**9, 1_704_070_800 * 10**9, None)
     for kwargs, message in [({"last": "6x"}, "not a duration"), ({"since": "yesterday"}, "not a time"),
                             ({"until": "2024-01-01"}, "needs --since"),
                             ({"last": "1h", "since": "2024-01-01"}, "not both"),
                             ({"service": "crew\udcff"}, r"--service 'crew\\udcff' is not UTF-8 text")]:
         with pytest.raises(ClickHouseInputError, match=message):
             window(**kwargs)  # type: ignore[arg-type]
-    with pytest.raises(ClickHouseInputError, match="window is empty"):
-        spans_select("otel", "otel_traces", ReadWindow(5, 5), 1)
+    # An empty window is refused where every window is made, naming both ends, before anything connects.
+    with pytest.raises(ClickHouseInputError, match=re.escape(
+            "the time window is empty: --until (2024-01-01T00:00:00Z) must be later than --since (2024-01-01T00:00:00Z)")):
+        window("2024-01-01T00:00:00Z", "2024-01-01T01:00:00+01:00", now_ns=now)
+    for since, until in ((5, 5), (6, 5)):
+        with pytest.raises(ClickHouseInputError, match="window is empty"):
+            ReadWindow(since, until)
+    with pytest.raises(ClickHouseInputError, match="padding must not be negative"):
+        ReadWindow(5, 6, padding_ns=-1)
 
 
 @pytest.mark.parametrize("message, kind", [

@@ -5,11 +5,12 @@ from __future__ import annotations
 import argparse
 import logging
 
+from ...exceptions import ClickHouseInputError
 from ._client import PASSWORD_ENV
 from ._source import DEFAULT_MAX_SPANS, DEFAULT_TABLE
 from ._window import DEFAULT_LAST
 
-__all__ = ["add_arguments", "quiet_driver_logs"]
+__all__ = ["add_arguments", "quiet_driver_logs", "refuse_without_clickhouse"]
 
 
 def add_arguments(parser: argparse.ArgumentParser, *, window: bool = True) -> None:
@@ -49,3 +50,22 @@ def quiet_driver_logs() -> None:
     driver = logging.getLogger("clickhouse_connect")
     if not any(type(handler) is logging.NullHandler for handler in driver.handlers):
         driver.addHandler(logging.NullHandler())
+
+
+_ONLY_CLICKHOUSE = (("service", "--service", None), ("table", "--table", DEFAULT_TABLE),
+                    ("max_spans", "--max-spans", DEFAULT_MAX_SPANS), ("password_env", "--password-env", PASSWORD_ENV))
+"""The options only a ClickHouse read uses, the window's aside: (argument, flag, value when not given)."""
+_WINDOW = (("since", "--since", None), ("until", "--until", None), ("last", "--last", None))
+
+
+def refuse_without_clickhouse(args: argparse.Namespace, *, window: bool = True) -> None:
+    """Refuse, naming it, an option given with trace PATHS that only a ClickHouse read uses.
+
+    With trace files ``--since``, ``--service`` or ``--table`` would be silently ignored, and a
+    report would answer for spans the user meant to leave out. ``window`` as for
+    :func:`add_arguments` (``watch``'s ``--last`` is its own and applies to files too)."""
+    for dest, flag, default in _ONLY_CLICKHOUSE + (_WINDOW if window else ()):
+        if getattr(args, dest) != default:
+            raise ClickHouseInputError(
+                f"{flag} applies to --clickhouse only: with trace PATHS it would be ignored; leave it out, "
+                "or read the table with --clickhouse URL")

@@ -18,6 +18,7 @@ lists of text, as Arrow; and whether each span is a tool span by the rule that c
 
 from __future__ import annotations
 
+import datetime as _dt
 import json
 import re
 from dataclasses import dataclass, field
@@ -43,6 +44,7 @@ __all__ = [
     "ReadWindow",
     "attribute_keys",
     "check_columns",
+    "iso",
     "columns_select",
     "is_lookup_table",
     "normalize_type",
@@ -108,6 +110,16 @@ MAX_ROW_BYTES = MAX_LINE_BYTES
 """The most bytes of attribute values one row may bring (the JSON-lines default
 ``--max-line-bytes``): a larger row is a bad row (refused, or skipped and counted with
 ``--skip-bad-lines``), never cut; its values are not sent."""
+
+def iso(ns: int) -> str:
+    """``ns`` as ISO 8601 UTC (microseconds), for messages and the report's detail commands; a time
+    no calendar date spells (before year 1 or after 9999) as its number of nanoseconds."""
+    try:
+        moment = _dt.datetime.fromtimestamp(ns // 1000 / 1e6, tz=_dt.timezone.utc)
+    except (OverflowError, OSError, ValueError):
+        return f"{ns} ns since 1970"
+    return moment.isoformat().replace("+00:00", "Z")
+
 
 def quote_identifier(name: str, what: str) -> str:
     """``name`` quoted with backticks after checking it is a plain identifier; refuse anything else."""
@@ -180,6 +192,16 @@ class ReadWindow:
     until_ns: int
     service: str | None = None
     padding_ns: int = RUN_PADDING_NS
+
+    def __post_init__(self) -> None:
+        # Checked here, where every window is made (the command's options, watch's passes, a
+        # caller's own), so an empty one is refused before anything connects.
+        if self.until_ns <= self.since_ns:
+            raise ClickHouseInputError(
+                f"the time window is empty: --until ({iso(self.until_ns)}) must be later than --since "
+                f"({iso(self.since_ns)})")
+        if self.padding_ns < 0:
+            raise ClickHouseInputError(f"the run padding must not be negative, not {self.padding_ns!r} ns")
 
 
 @dataclass(frozen=True)
@@ -259,10 +281,6 @@ def spans_select(database: str, table: str, window: ReadWindow, limit: int, *, l
     without them and with ``attribute_bytes`` saying how many there were. At most ``limit`` rows come
     back (the caller asks for one more than it accepts, to tell a full result from a cut one).
     """
-    if window.until_ns <= window.since_ns:
-        raise ClickHouseInputError("the time window is empty: --until must be later than --since")
-    if window.padding_ns < 0:
-        raise ClickHouseInputError(f"the run padding must not be negative, not {window.padding_ns!r} ns")
     source = f"{quote_identifier(database, 'database')}.{quote_identifier(table, 'table')}"
     bind = _Binder()
     keys = attribute_keys()

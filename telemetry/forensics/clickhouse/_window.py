@@ -8,7 +8,7 @@ import time
 
 from ...exceptions import ClickHouseInputError
 from ._parameters import sendable
-from ._select import ReadWindow
+from ._select import ReadWindow, iso
 
 __all__ = [
     "DEFAULT_LAST",
@@ -69,9 +69,3 @@ def _check_service(service: str | None) -> None:
         raise ClickHouseInputError(
             f"--service {service!r} is not UTF-8 text (it holds bytes that are not UTF-8); give the service "
             "name as the exporter wrote it, the resource's service.name")
-
-
-def iso(ns: int) -> str:
-    """``ns`` as ISO 8601 UTC (microseconds), for messages and the report's detail commands."""
-    moment = _dt.datetime.fromtimestamp(ns // 1000 / 1e6, tz=_dt.timezone.utc)
-    return moment.isoformat().replace("+00:00", "Z")

@@ -33,7 +33,7 @@ from .._loading import MAX_LINE_BYTES
 from .._peers import add_arguments as add_peer_arguments
 from .._peers import options_from
 from ..clickhouse._options import add_arguments as add_clickhouse_arguments
-from ..clickhouse._options import quiet_driver_logs
+from ..clickhouse._options import quiet_driver_logs, refuse_without_clickhouse
 from ._clickhouse import ClickHouseSource, ClickHouseWindow
 from ._watcher import PassResult, Watcher, WatchOptions
 
@@ -141,6 +141,8 @@ def execute(args: argparse.Namespace) -> int:
         make_folder("--state", args.state.parent, shown=args.state)
     if args.clickhouse is not None:
         quiet_driver_logs()  # each failed pass is one named line
+    else:
+        refuse_without_clickhouse(args, window=False)
     source = None if args.clickhouse is None else ClickHouseSource(
         args.clickhouse, table=args.table, service=args.service, max_spans=args.max_spans,
         password_env=args.password_env)
