@@ -157,7 +157,8 @@ def test_evidence_reads_as_sentences_with_caveats_highlighted_and_figures_folded
     spans = len(planted().spans) + 8  # the page fixture adds 8 spans of its own to the planted ones
     assert (f'<p class="facts">{spans} spans from 1 file; no duplicates; {spans} tool calls; no clock skew; '
             "3 delegation chains, all complete.</p>") in evidence
-    assert '<ul class="caveats"><li><strong>Caveat:</strong> ' in evidence  # repeated_executions cannot judge
+    assert ('<ul class="caveats"><li><strong>Caveat:</strong> 1 question could not judge anything, so its silence '
+            "says nothing: repeated_executions (see Not judged below)</li>") in evidence
     assert '<details class="rawfigures"><summary>Raw figures' in evidence and "<details open" not in evidence
     assert f"<dt>spans read</dt><dd>{spans}</dd>" in evidence and "{" not in evidence.split("Raw figures")[1]
 

@@ -85,7 +85,8 @@ def caveats(evidence: Evidence | None, load: LoadReport, questions: Sequence[Que
     if evidence is not None:
         blind = [q.name for q in questions if evidence.not_judged(q.name)]
         if blind:
-            out.append(f"{plural(len(blind), 'question')} could not judge anything, so their silence says nothing: "
+            whose = "its" if len(blind) == 1 else "their"
+            out.append(f"{plural(len(blind), 'question')} could not judge anything, so {whose} silence says nothing: "
                        f"{', '.join(blind)} (see Not judged below)")
         if evidence.load.parent_spans is not None:
             out.append(f"clock skew was judged on tool spans and the {evidence.load.parent_spans:,} span(s) that "
