@@ -29,8 +29,8 @@ from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
 CHUNK = 64 * 1024
-STREAM_BATCH_ROWS = 1
-"""Rows per Arrow batch streamed at least: each block as the engine makes it."""
+_ARROW_END = b"\xff\xff\xff\xff\x00\x00\x00\x00"
+"""An Arrow IPC stream's end marker (a continuation and a zero length)."""
 _CODE = re.compile(r"Code: (\d+)")
 
 
@@ -133,13 +133,15 @@ class ChdbHttpServer:
         chunks.end()
 
     def _stream_arrow(self, handler: BaseHTTPRequestHandler, sql: str, params: dict[str, str]) -> None:
-        """An ``ArrowStream`` result sent as the engine makes it, as a server does: each block an
-        lz4-compressed record batch (ClickHouse's default for the format) in a chunk of its own. A
-        failure before the first batch is an error response; one after it ends the body with the
-        error text between the tagged markers that ClickHouse 25.11 and later write (what a client
-        then fails to read as Arrow)."""
+        """An ``ArrowStream`` result sent as the engine makes it, as a server does: the engine's own
+        ``ArrowStream`` bytes (each block an lz4-compressed record batch, ClickHouse's default for
+        the format), one chunk per block, nothing decoded or encoded again here. chDB's streamed
+        query writes each block as a whole stream of its own (schema, batch, end), so the schema is
+        sent once and the end marker once, at the end (:func:`_arrow_part`). A failure before the
+        first block is an error response; one after it ends the body with the error text between
+        the tagged markers that ClickHouse 25.11 and later write (what a client then fails to read
+        as Arrow)."""
         import chdb
-        import pyarrow as pa
 
         key = (sql, tuple(sorted(params.items())))
         if self.replayed is not None and key in self.replayed:
@@ -157,8 +159,9 @@ class ChdbHttpServer:
             started, cpu = time.perf_counter(), time.process_time()
             engine = chdb.connect(self.path)
             try:
-                result = engine.send_query(sql, "Arrow", params=params or None)
-                reader = result.record_batch(rows_per_batch=STREAM_BATCH_ROWS)
+                result = engine.send_query(sql, "ArrowStream", params=params or None)
+                blocks = iter(result)
+                first = next(blocks, None)  # the engine's error, if any, comes before the first block
             except Exception as exc:
                 engine.close()
                 self._engine_error(handler, exc)
@@ -169,12 +172,19 @@ class ChdbHttpServer:
                 chunks.kept = []
             sent = 0
             try:
-                writer = pa.ipc.new_stream(chunks, reader.schema, options=pa.ipc.IpcWriteOptions(compression="lz4"))
-                for batch in reader:
-                    writer.write_batch(batch)
+                if first is None:  # no rows: a stream of the schema alone, as a server sends it
+                    chunks.write(engine.query(sql, "ArrowStream", params=params or None).bytes())
+                else:
+                    schema = _arrow_part(first.bytes(), None)
+                    chunks.write(schema)
+                    chunks.write(_arrow_part(first.bytes(), schema))
                     chunks.flush()
-                    sent += 1
-                writer.close()
+                    sent = 1
+                    for block in blocks:
+                        chunks.write(_arrow_part(block.bytes(), schema))
+                        chunks.flush()
+                        sent += 1
+                    chunks.write(_ARROW_END)
                 chunks.flush()
                 if chunks.kept is not None and self.replayed is not None:
                     self.replayed[key] = chunks.kept
@@ -311,3 +321,17 @@ def session_for(path: str | None) -> Any:
     import chdb.session
 
     return chdb.session.Session(path) if path else chdb.session.Session()
+
+
+def _arrow_part(block: bytes, schema: bytes | None) -> bytes:
+    """One block of chDB's streamed ``ArrowStream`` result (a whole Arrow IPC stream: the schema
+    message, record batches, the end marker) as its part of one continuous stream: its schema
+    message when ``schema`` is None, else its batches (checked to follow the same schema)."""
+    if block[:4] != b"\xff\xff\xff\xff" or not block.endswith(_ARROW_END):
+        raise ValueError("chDB's ArrowStream block is not a whole Arrow IPC stream")
+    head = 8 + int.from_bytes(block[4:8], "little")  # the schema message: no body
+    if schema is None:
+        return block[:head]
+    if block[:head] != schema:
+        raise ValueError("chDB's ArrowStream blocks do not share one schema")
+    return block[head:-len(_ARROW_END)]

@@ -78,6 +78,16 @@ def test_questions_over_http_equal_the_file_path(server: dict[str, Any], databas
             assert ch.run(name) == files.run(name), name
 
 
+def test_an_empty_window_over_http_loads_no_spans_and_says_so(server: dict[str, Any], database: str) -> None:
+    """A result of no rows is a stream of the schema alone (the stand-in sends one, as a server
+    does): nothing loaded, every question empty, the warning says so."""
+    _fill(server, database, planted())
+    with open_clickhouse(server["url"], since="2001-01-01T00:00:00Z", until="2001-01-02T00:00:00Z") as ch:
+        assert ch.load_report.spans == 0
+        assert all(not ch.run(name) for name in QUESTION_NAMES)
+        assert any("no tool spans in" in w for w in ch.load_report.warnings())
+
+
 def test_many_spans_stream_in_several_arrow_batches(server: dict[str, Any], database: str) -> None:
     fill_many(server["client"], database, 30_000)
     connection = connect(server["url"])
