@@ -20,6 +20,7 @@ translates what differs (placeholders, column types) itself:
 
 from __future__ import annotations
 
+import re
 from contextlib import AbstractContextManager
 from functools import lru_cache
 from typing import Any, Final, Protocol, runtime_checkable
@@ -147,6 +148,8 @@ def require_store(store: Any, who: str) -> Store:
 
 
 SERVER_SCHEMES = ("postgresql://", "postgres://")
+_OTHER_URL = re.compile(r"([A-Za-z][A-Za-z0-9+.-]+)://")
+"""A URL of another scheme (two letters at least, so a Windows drive is never one)."""
 
 
 def open_store(target: Any) -> Store:
@@ -157,6 +160,11 @@ def open_store(target: Any) -> Store:
         from ._postgres import PostgresStore
 
         return PostgresStore(target)
+    other = _OTHER_URL.match(target) if isinstance(target, str) else None
+    if other:  # read as a path it would name a folder "sqlite:" (or the like) and fail there, unexplained
+        raise ConfigurationError(  # the scheme alone: the rest may hold a password
+            f"the store is a {other.group(1)}:// URL, which open_store does not open: pass a postgresql:// URL for "
+            "PostgreSQL, or a SQLite file's path (for sqlite:///PATH, pass PATH)")
     from ._sqlite import SQLiteStore
 
     return SQLiteStore(target)

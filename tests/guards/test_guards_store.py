@@ -17,7 +17,7 @@ import pytest
 
 from telemetry import ConfigurationError
 from telemetry import conventions as c
-from telemetry.guards import ABSENT_VERSION, SQLiteStore, StateStore, StoreBusy
+from telemetry.guards import ABSENT_VERSION, SQLiteStore, StateStore, StoreBusy, open_store
 from telemetry.guards._sqlite import error_code, map_error
 from telemetry.guards._store import StoreUnavailable
 from telemetry.testing import Capture
@@ -166,6 +166,21 @@ def test_bad_store_paths_are_refused_up_front(tmp_path: Path, path: str, needle:
     """An empty path, a folder, a file in a missing folder, a NUL: ConfigurationError naming it."""
     with pytest.raises(ConfigurationError, match=needle):
         SQLiteStore(path.format(tmp=tmp_path))
+
+
+@pytest.mark.parametrize("url", ["sqlite:///{tmp}/g.db", "mysql://u:hunter2@db/guards", "file://{tmp}/g.db"])
+def test_open_store_refuses_a_url_it_does_not_open_by_its_scheme_alone(tmp_path: Path, url: str) -> None:
+    """open_store takes a postgresql:// URL or a SQLite path: another URL (sqlite:///PATH, as other
+    libraries spell it) is refused naming its scheme and what to pass instead, never read as a
+    relative path "sqlite:/..." (a folder that does not exist), never echoing a password, and
+    nothing is created."""
+    target = url.format(tmp=tmp_path)
+    scheme = target.split("://")[0]
+    with pytest.raises(ConfigurationError) as caught:
+        open_store(target)
+    assert str(caught.value) == (f"the store is a {scheme}:// URL, which open_store does not open: pass a postgresql:// "
+                                 "URL for PostgreSQL, or a SQLite file's path (for sqlite:///PATH, pass PATH)")
+    assert not list(tmp_path.iterdir()) and not Path(scheme + ":").exists()
 
 
 def test_a_failed_commit_is_rolled_back_and_the_connection_reused(tmp_path: Path) -> None:
