@@ -217,3 +217,22 @@ def test_a_generated_row_shows_its_figure_or_says_it_was_not_measured(figures: d
     cells = row.cells(figures)
     assert cells[2] == ("1.05x" if figures else "not measured")
     assert cells[3] == "≤ 1.10x" and cells[4] == ("yes" if figures else "")
+
+
+_MODULE_PATH = re.compile(r"`((?:telemetry/)?[a-z_]+(?:/[a-z_]+)*/_?[a-z_]+\.py)`")
+"""A module named by its path in backticks: ``guards/_store.py`` or ``telemetry/forensics/_dedup.py``."""
+
+
+def test_every_module_a_doc_names_by_its_path_exists() -> None:
+    """A module moved or renamed (issue 27 moved 80 of them to underscored names) leaves no doc
+    pointing at where it was: every ``pkg/module.py`` a doc names in backticks is a file, under
+    ``telemetry/`` when the path does not start elsewhere."""
+    named = 0
+    stale = []
+    for doc in sorted([*DOCS.glob("*.md"), REPO / "README.md", REPO / "CONTRIBUTING.md"]):
+        for path in _MODULE_PATH.findall(doc.read_text(encoding="utf-8")):
+            named += 1
+            where = [REPO / path, REPO / "telemetry" / path]
+            if not any(p.is_file() for p in where):
+                stale.append(f"{doc.name}: {path}")
+    assert named > 20 and not stale, stale
