@@ -44,8 +44,8 @@ __all__ = [
     "ReadWindow",
     "attribute_keys",
     "check_columns",
-    "iso",
     "columns_select",
+    "iso",
     "is_lookup_table",
     "normalize_type",
     "quote_identifier",
@@ -110,6 +110,7 @@ MAX_ROW_BYTES = MAX_LINE_BYTES
 """The most bytes of attribute values one row may bring (the JSON-lines default
 ``--max-line-bytes``): a larger row is a bad row (refused, or skipped and counted with
 ``--skip-bad-lines``), never cut; its values are not sent."""
+
 
 def iso(ns: int) -> str:
     """``ns`` as ISO 8601 UTC (microseconds), for messages and the report's detail commands; a time
