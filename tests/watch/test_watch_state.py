@@ -68,5 +68,8 @@ def test_a_corrupt_state_file_is_a_named_error(folder: Path, tmp_path: Path, con
     with pytest.raises(WatchStateError, match=str(state)):
         load_state(state)
     assert main([str(folder), "--state", str(state), "--metrics-port", "0"]) == 2
-    assert str(state) in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert str(state) in err and "move it away to start afresh" in err
+    if '"other"' in content:
+        assert "is not an outcome-telemetry-watch/1 state file" in err
     assert state.read_text() == content

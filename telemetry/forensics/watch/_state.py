@@ -54,7 +54,7 @@ def load_state(path: Path) -> WatchState:
     except ValueError as exc:
         raise _refuse(path, f"is not valid JSON ({exc})") from None
     if not isinstance(data, dict) or data.get("format") != STATE_FORMAT:
-        raise _refuse(path, f"is not a {STATE_FORMAT} state file")
+        raise _refuse(path, f"is not an {STATE_FORMAT} state file")
     try:
         files = [Followed(str(f["path"]), int(f["device"]), int(f["inode"]), int(f["offset"]), int(f["lines"]),
                           str(f["head"]), str(f.get("tail", ""))) for f in data["files"]]
