@@ -175,9 +175,10 @@ class ChdbHttpServer:
                 if first is None:  # no rows: a stream of the schema alone, as a server sends it
                     chunks.write(engine.query(sql, "ArrowStream", params=params or None).bytes())
                 else:
-                    schema = _arrow_part(first.bytes(), None)
+                    data = first.bytes()
+                    schema = _arrow_part(data, None)
                     chunks.write(schema)
-                    chunks.write(_arrow_part(first.bytes(), schema))
+                    chunks.write(_arrow_part(data, schema))
                     chunks.flush()
                     sent = 1
                     for block in blocks:
