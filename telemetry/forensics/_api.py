@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import tempfile
 import time
@@ -21,7 +22,7 @@ import duckdb
 
 from ..exceptions import ForensicsInputError
 from ._evidence import Evidence, columns_and_rows, gather
-from ._inputs import PathLike, resolve_inputs
+from ._inputs import PathLike, path_list, resolve_inputs
 from ._loading import (
     MAX_LINE_BYTES,
     SPANS,
@@ -181,7 +182,7 @@ def _open(loader: Callable[[duckdb.DuckDBPyConnection], LoadReport], given: list
 
 
 def open_traces(
-    paths: Iterable[PathLike],
+    paths: Iterable[PathLike] | PathLike,
     *,
     skip_bad_lines: bool = False,
     progress: Progress | None = None,
@@ -215,7 +216,7 @@ def open_traces(
     The spans are held in an in-memory DuckDB database under a fixed memory limit; what does not
     fit spills to a private temporary folder, removed on :meth:`Forensics.close`.
     """
-    given = [str(p) for p in paths]
+    given = [os.fspath(p) for p in path_list(paths)]  # one path is that path, not its characters
     inputs = resolve_inputs(given, skip_unreadable=skip_unreadable)
     limit = memory_limit_bytes(memory_limit)
     if not isinstance(max_line_bytes, int) or isinstance(max_line_bytes, bool) or max_line_bytes < 1:

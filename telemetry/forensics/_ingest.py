@@ -68,7 +68,7 @@ def _write_atomically(path: Path, text: str) -> None:
 
 
 def ingest(
-    paths: Iterable[PathLike],
+    paths: Iterable[PathLike] | PathLike,
     to: PathLike,
     *,
     skip_bad_lines: bool = False,

@@ -26,7 +26,7 @@ from ..exceptions import ForensicsInputError
 
 __all__ = [
     "COMPRESSION_SUFFIXES", "JSON_SUFFIXES", "MANIFEST_NAME", "PARQUET_SUFFIX", "TRACE_SUFFIXES", "PathLike",
-    "TraceInputs", "is_trace_file", "resolve_inputs", "walk",
+    "TraceInputs", "is_trace_file", "path_list", "resolve_inputs", "walk",
 ]
 
 PathLike = Union[str, Path]
@@ -210,7 +210,23 @@ def _walk(directory: Path, *, strict: bool, resolved: bool, skipped: list[tuple[
     return found
 
 
-def resolve_inputs(paths: Iterable[PathLike], *, skip_unreadable: bool = False) -> TraceInputs:
+def path_list(paths: object) -> list[str | os.PathLike[str]]:
+    """``paths`` as a list: one path (text or a ``Path``) is that path, not its characters (the
+    characters of "traces.jsonl" would start with a folder named "t", and of "/x" with the root);
+    anything else that is not a list of paths is refused by name."""
+    if isinstance(paths, (str, os.PathLike)):
+        return [paths]
+    if isinstance(paths, (bytes, bytearray)) or not isinstance(paths, Iterable):
+        raise ForensicsInputError(f"trace paths must be a file, a directory, a glob or a list of them, not "
+                                  f"{type(paths).__name__} {paths!r:.80}")
+    out = list(paths)
+    for item in out:
+        if not isinstance(item, (str, os.PathLike)) or isinstance(os.fspath(item), bytes):
+            raise ForensicsInputError(f"a trace path must be text or a path, not {type(item).__name__} {item!r:.80}")
+    return out
+
+
+def resolve_inputs(paths: Iterable[PathLike] | PathLike, *, skip_unreadable: bool = False) -> TraceInputs:
     """Resolve files, directories (recursively) and glob patterns into :class:`TraceInputs`.
 
     Raises :class:`ForensicsInputError` for a missing path, a glob that matches nothing, a
@@ -221,7 +237,7 @@ def resolve_inputs(paths: Iterable[PathLike], *, skip_unreadable: bool = False) 
     """
     inputs = TraceInputs()
     skipped = inputs.unreadable if skip_unreadable else None
-    given = [Path(p) if not isinstance(p, Path) else p for p in paths]
+    given = [Path(p) for p in path_list(paths)]
     if not given:
         raise ForensicsInputError("no trace paths given; pass OTLP JSON-lines files, directories or globs")
     for raw in given:

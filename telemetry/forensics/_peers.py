@@ -389,21 +389,41 @@ def install(con: duckdb.DuckDBPyConnection, options: PeerOptions | None = None) 
     con.execute(f"SET VARIABLE tool_span_selectors = {int(len(chosen.tool_spans))}").fetchall()
 
 
+def _listed(value: object, option: str) -> list[Any]:
+    """An option's values as a list (none for None); a value that is neither one of them nor a list
+    of them is refused naming the option and the value, instead of failing in ``list()`` or being
+    read as none (``False``, ``0``)."""
+    if value is None:
+        return []
+    if isinstance(value, (bytes, bytearray, Mapping)) or not isinstance(value, Iterable):
+        raise ForensicsInputError(f"{option} takes one value or a list of them, not {type(value).__name__} "
+                                  f"{value!r:.80}")
+    return list(value)
+
+
 def options_from(tool_spans: None | str | ToolSpanSelector | Iterable[str | ToolSpanSelector] = None,
                  result_shapes: None | str | ResultShape | Sequence[str | ResultShape] = None,
                  show_content: bool = False) -> PeerOptions | None:
     """:class:`PeerOptions` from what ``open_traces`` and the CLI take (strings are parsed), or
-    None when nothing was chosen."""
-    if tool_spans is None and not result_shapes and not show_content:
+    None when nothing was chosen. A value of either option that is not one of its kind, or a list
+    of them, is refused by name."""
+    given = [tool_spans] if isinstance(tool_spans, (str, ToolSpanSelector)) else _listed(tool_spans, "tool_spans")
+    for item in given:
+        if not isinstance(item, (str, ToolSpanSelector)):
+            raise ForensicsInputError(f"tool_spans takes span-name globs, selector files and ToolSpanSelector "
+                                      f"objects, not {type(item).__name__} {item!r:.80}")
+    given_shapes = ([result_shapes] if isinstance(result_shapes, str) or callable(result_shapes)
+                    else _listed(result_shapes, "result_shapes"))
+    for shape in given_shapes:
+        if not (isinstance(shape, str) or callable(shape)):
+            raise ForensicsInputError(f"result_shapes takes module:function names and functions, not "
+                                      f"{type(shape).__name__} {shape!r:.80}")
+    if tool_spans is None and not given_shapes and not show_content:
         return None
     selectors: list[ToolSpanSelector] = []
-    given = [tool_spans] if isinstance(tool_spans, (str, ToolSpanSelector)) else list(tool_spans or ())
     for item in given:
         selectors += parse_tool_spans(item) if isinstance(item, str) else [item]
-    shapes: list[ResultShape] = []
-    given_shapes = [result_shapes] if isinstance(result_shapes, str) or callable(result_shapes) else list(result_shapes or ())
-    for shape in given_shapes:
-        shapes.append(load_result_shape(shape) if isinstance(shape, str) else shape)
+    shapes = [load_result_shape(shape) if isinstance(shape, str) else shape for shape in given_shapes]
     return PeerOptions(tool_spans=tuple(selectors), result_shapes=tuple(shapes), show_content=bool(show_content))
 
 

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ...exceptions import ForensicsInputError
-from .._inputs import is_trace_file, walk
+from .._inputs import is_trace_file, path_list, walk
 
 __all__ = ["Chunk", "Followed", "Follower", "HEAD_BYTES"]
 
@@ -97,7 +97,7 @@ class Follower:
     every scan) and how far each has been read. Not thread-safe: one watcher drives it."""
 
     def __init__(self, paths: Iterable[str], known: list[Followed] | None = None):
-        self.paths = [str(p) for p in paths]
+        self.paths = [os.fspath(p) for p in path_list(paths)]  # one path is that path, not its characters
         if not self.paths:
             raise ForensicsInputError("no trace paths given; pass the exporter's files, directories or globs")
         for path in self.paths:
