@@ -126,6 +126,20 @@ def carried_ids(context: str, constraints: Iterable[Mapping[str, Any]]) -> list[
     return [str(item["id"]) for item in constraints if normalize_text(str(item["text"])) in haystack]
 
 
+def _text_list(name: str, value: Any) -> list[str]:
+    """``value`` as a list of strings, or a ConfigurationError naming ``name``: one string would be
+    recorded as its characters ("C12" carried as "C", "1", "2"), and forensics would then judge
+    constraints that were never named."""
+    if isinstance(value, (str, bytes, bytearray)) or not isinstance(value, Iterable):
+        raise ConfigurationError(f"record_handoff: {name} takes a list of strings, not {validation.show(value)}"
+                                 + (f"; pass [{value!r}]" if isinstance(value, str) else ""))
+    items = list(value)
+    bad = [item for item in items if not isinstance(item, str)]
+    if bad:
+        raise ConfigurationError(f"record_handoff: {name} takes a list of strings; {validation.show(bad[0])} is not one")
+    return items
+
+
 def record_handoff(
     *,
     task_id: str,
@@ -144,6 +158,8 @@ def record_handoff(
     :func:`carried_ids` against the chain root's constraints. Outside an instrumented call it
     does nothing. ``waiver_reasons`` must align with ``waived``.
     """
+    carried, waived, waiver_reasons = (_text_list(name, value) for name, value in (
+        ("carried", carried), ("waived", waived), ("waiver_reasons", waiver_reasons)))
     if len(waived) != len(waiver_reasons):
         raise ConfigurationError(
             f"record_handoff: {len(waived)} waived ids but {len(waiver_reasons)} reasons; give one reason per id"

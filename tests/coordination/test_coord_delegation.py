@@ -4,6 +4,7 @@ waivers per hop, a 4-hop chain, and the legacy free-text pattern read back by fo
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -208,6 +209,30 @@ def test_record_handoff_rejects_misaligned_reasons() -> None:
     """record_handoff needs one reason per waived id."""
     with pytest.raises(ConfigurationError, match="1 waived ids but 0 reasons"):
         record_handoff(task_id="T1", origin_task_id="T0", root_task_id="T0", hop=1, carried=[], waived=["C1"])
+
+
+@pytest.mark.parametrize(("field", "value", "named"), [
+    ("carried", "C12", "carried takes a list of strings, not 'C12'; pass ['C12']"),
+    ("carried", None, "carried takes a list of strings, not None"),
+    ("carried", ["C1", 5], "carried takes a list of strings; 5 is not one"),
+    ("waived", "C1", "waived takes a list of strings, not 'C1'; pass ['C1']"),
+    ("waiver_reasons", b"why", "waiver_reasons takes a list of strings, not 3 bytes"),
+])
+def test_record_handoff_refuses_ids_that_are_not_a_list_of_strings(
+        telemetry_capture: Capture, field: str, value: Any, named: str) -> None:
+    """One string would be recorded as its characters ("C12" carried as "C", "1", "2"), and
+    forensics would then judge constraints nobody named: refused by name, nothing recorded."""
+
+    @instrument_tool(kind="delegate")
+    def delegate(task: str) -> dict[str, Any]:
+        given: dict[str, Any] = {"carried": ["C1"], "waived": [], "waiver_reasons": [], field: value}
+        record_handoff(task_id="T1", origin_task_id="T0", root_task_id="T0", hop=1, **given)
+        return {"ok": True}
+
+    with pytest.raises(ConfigurationError, match=re.escape(named)):
+        delegate("x")
+    (span,) = telemetry_capture.spans()
+    assert c.DELEGATION_CONSTRAINTS_CARRIED not in span.attributes
 
 
 def test_legacy_free_text_chain_lets_forensics_find_the_dropping_hop(
