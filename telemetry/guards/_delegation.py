@@ -122,8 +122,19 @@ def carried_ids(context: str, constraints: Iterable[Mapping[str, Any]]) -> list[
     Whitespace runs count as one space on both sides; nothing else is forgiven, because a
     paraphrase is exactly how a boundary condition gets lost.
     """
+    if not isinstance(context, str):
+        raise ConfigurationError(f"carried_ids: context is the hand-off's free text, not {validation.show(context)}")
+    if isinstance(constraints, (str, bytes, bytearray, Mapping)) or not isinstance(constraints, Iterable):
+        raise ConfigurationError("carried_ids: constraints takes a list of {'id', 'text'} mappings (the chain "
+                                 f"root's), not {validation.show(constraints)}")
+    items = list(constraints)
+    for item in items:
+        if not (isinstance(item, Mapping) and isinstance(item.get("text"), str)
+                and isinstance(item.get("id"), (str, int)) and not isinstance(item.get("id"), bool)):
+            raise ConfigurationError(f"carried_ids: each constraint is a mapping with an 'id' and a 'text', not "
+                                     f"{validation.show(item)}")
     haystack = normalize_text(context)
-    return [str(item["id"]) for item in constraints if normalize_text(str(item["text"])) in haystack]
+    return [str(item["id"]) for item in items if normalize_text(item["text"]) in haystack]
 
 
 def _text_list(name: str, value: Any) -> list[str]:

@@ -205,6 +205,21 @@ def test_carried_ids_matches_verbatim_text_modulo_whitespace() -> None:
     assert carried_ids(context, ROOT) == ["C1"]
 
 
+@pytest.mark.parametrize(("context", "constraints", "named"), [
+    ("keep C1", "C1", "constraints takes a list of {'id', 'text'} mappings (the chain root's), not 'C1'"),
+    ("keep x", {"id": "C1", "text": "keep x"}, "constraints takes a list of {'id', 'text'} mappings"),
+    ("keep x", [{"id": "C1"}], "each constraint is a mapping with an 'id' and a 'text', not {'id': 'C1'}"),
+    ("keep x", [{"id": True, "text": "keep x"}], "each constraint is a mapping with an 'id' and a 'text'"),
+    (None, [], "context is the hand-off's free text, not None"),
+])
+def test_carried_ids_refuses_what_is_not_text_and_a_list_of_constraints(context: Any, constraints: Any,
+                                                                         named: str) -> None:
+    """A string of constraints was iterated by character (a bare TypeError), a constraint without
+    its text a KeyError: each is a ConfigurationError naming what it got."""
+    with pytest.raises(ConfigurationError, match=re.escape(named)):
+        carried_ids(context, constraints)
+
+
 def test_record_handoff_rejects_misaligned_reasons() -> None:
     """record_handoff needs one reason per waived id."""
     with pytest.raises(ConfigurationError, match="1 waived ids but 0 reasons"):
