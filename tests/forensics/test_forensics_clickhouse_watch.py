@@ -118,6 +118,28 @@ def test_rows_inserted_between_passes_count_exactly_the_new_findings_once(
         client.close()
 
 
+def test_watch_over_chdb_needs_no_clickhouse_connect(chdb_dir: Path, database: str, tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """The chdb extra does not install clickhouse-connect: `watch --clickhouse chdb://...` starts
+    and reads a pass without it (it was refused at start, asking for the clickhouse extra), and an
+    http:// URL without it is refused at once naming that extra."""
+    first, _ = _parts()
+    client = client_for(chdb_dir)
+    try:
+        create(client, database)
+        _insert(client, database, first)
+    finally:
+        client.close()
+    monkeypatch.setitem(sys.modules, "clickhouse_connect", None)
+    w = _watcher(f"chdb://{chdb_dir}", tmp_path / "watch.json", table=f"{database}.otel_traces")
+    try:
+        assert w.run_pass().spans > 0
+    finally:
+        w.close()
+    with pytest.raises(ClickHouseInputError, match=r"\[clickhouse\]"):
+        _watcher("http://reader@127.0.0.1:8123/otel", tmp_path / "other.json")
+
+
 def test_the_same_over_http(server: dict[str, Any], database: str, tmp_path: Path,  # noqa: F811
                             expected: tuple[set[str], set[str]]) -> None:
     """The same through the real clickhouse-connect HTTP client, the password from the environment."""

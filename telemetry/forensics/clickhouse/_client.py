@@ -47,6 +47,7 @@ __all__ = [
     "connect",
     "error_for",
     "parse_url",
+    "require_driver",
 ]
 
 PASSWORD_ENV = "CLICKHOUSE_PASSWORD"
@@ -359,10 +360,9 @@ def connect(url: str, *, password_env: str = PASSWORD_ENV, environ: Mapping[str,
     target = parse_url(url)
     connect_timeout = _seconds(target.options, "connect_timeout", CONNECT_TIMEOUT_S)  # refused for chdb:// too,
     query_timeout = _seconds(target.options, "query_timeout", QUERY_TIMEOUT_S)  # though nothing waits there
+    driver = require_driver(target)
     if target.in_process:
-        return _connect_chdb(target)
-    clickhouse_connect = require("clickhouse_connect", extra="clickhouse", needed_for="reading from ClickHouse",
-                                 error=ClickHouseInputError)
+        return _connect_chdb(driver, target)
     env = os.environ if environ is None else environ
     password = env.get(password_env) or None
     verify = target.options.get("verify", "1").lower() not in ("0", "false", "no")
@@ -376,16 +376,24 @@ def connect(url: str, *, password_env: str = PASSWORD_ENV, environ: Mapping[str,
     if target.settings:
         kwargs["settings"] = dict(target.settings)
     try:
-        client = clickhouse_connect.get_client(**kwargs)
+        client = driver.get_client(**kwargs)
     except Exception as exc:
         raise error_for(exc, target, password, "connecting") from None
     return ClickHouseConnection(client, target, password)
 
 
-def _connect_chdb(target: Target) -> ClickHouseConnection:
+def require_driver(target: Target) -> Any:
+    """The module that reads ``target``: chDB (with pyarrow) in process, clickhouse-connect over
+    HTTP; a missing one is refused naming its extra (``chdb`` or ``clickhouse``)."""
+    if target.in_process:
+        require("pyarrow", extra="chdb", needed_for="a chdb:// URL (chDB in process)", error=ClickHouseInputError)
+        return require("chdb", extra="chdb", needed_for="a chdb:// URL (chDB in process)", error=ClickHouseInputError)
+    return require("clickhouse_connect", extra="clickhouse", needed_for="reading from ClickHouse",
+                   error=ClickHouseInputError)
+
+
+def _connect_chdb(chdb: Any, target: Target) -> ClickHouseConnection:
     """A chDB handle on ``target``'s data directory (no password: the engine is this process's)."""
-    chdb = require("chdb", extra="chdb", needed_for="a chdb:// URL (chDB in process)", error=ClickHouseInputError)
-    require("pyarrow", extra="chdb", needed_for="a chdb:// URL (chDB in process)", error=ClickHouseInputError)
     _existing_data_directory(target.path)
     try:
         handle = chdb.connect(_chdb_connection_string(target))

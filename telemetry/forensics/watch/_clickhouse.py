@@ -19,11 +19,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from ...exceptions import ClickHouseInputError, ClickHouseUnreachable
+from ...exceptions import ClickHouseUnreachable
 from .._evidence import Evidence
 from .._loading import SPANS_BASE, SPANS_LOADED, LoadReport, SkippedRow
 from .._peers import PeerOptions
-from ..clickhouse._client import PASSWORD_ENV, ClickHouseConnection, connect, parse_url
+from ..clickhouse._client import PASSWORD_ENV, ClickHouseConnection, connect, parse_url, require_driver
 from ..clickhouse._select import ReadWindow
 from ..clickhouse._source import load_clickhouse, plan_read
 from ._window import judge, open_database
@@ -71,11 +71,7 @@ class ClickHouseWindow:
         target = parse_url(source.url)
         self._read = plan_read(source.table, target.database, ReadWindow(0, 1, source.service), source.max_spans,
                                skip_bad_rows=True)
-        try:
-            import clickhouse_connect  # noqa: F401  (refused now, not at the first pass)
-        except ImportError:
-            raise ClickHouseInputError("watch --clickhouse needs clickhouse-connect: pip install -e "
-                                       "'/path/to/outcome-telemetry[clickhouse]'") from None
+        require_driver(target)  # a missing extra is refused now, not at the first pass
         self._connection: ClickHouseConnection | None = None
         self._tmp, self.con = open_database(None, peer_options)
         self.label = target.label
