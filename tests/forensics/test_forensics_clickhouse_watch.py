@@ -229,10 +229,12 @@ def test_a_malformed_row_is_skipped_named_and_counted_once(chdb_dir: Path, datab
     (["--clickhouse", "http://reader:hunter2@127.0.0.1/otel"], "holds a password"),
     (["--clickhouse", "http://127.0.0.1/otel", "--max-spans", "0"], "--max-spans must be a positive"),
     (["--clickhouse", "http://127.0.0.1/otel", "--table", "otel.x`; DROP"], "not a plain identifier"),
+    (["--clickhouse", "http://127.0.0.1/otel", "--service", "crew\udcff"], r"--service 'crew\udcff' is not UTF-8 text"),
 ])
 def test_bad_clickhouse_arguments_exit_2_naming_the_problem(argv: list[str], message: str,
                                                             capsys: pytest.CaptureFixture[str]) -> None:
-    """Mixed inputs, a password in the URL, a bad --max-spans or table name: exit 2 at once."""
+    """Mixed inputs, a password in the URL, a bad --max-spans, table name or service (bytes that
+    are not UTF-8, as `forensics report` refuses them): exit 2 at once."""
     assert watch_main([*argv, "--metrics-port", "0"]) == 2
     err = capsys.readouterr().err
     assert message in err and "hunter2" not in err

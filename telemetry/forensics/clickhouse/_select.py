@@ -28,6 +28,7 @@ from ... import conventions as c
 from ...exceptions import ClickHouseInputError, ClickHouseSchemaError, ClickHouseTableMissing
 from .._loading import MAX_LINE_BYTES
 from ._keys import NOT_TOOL_KEYS, PEER_RUN_KEYS, RUN_KEYS, AttributeKeys, attribute_keys
+from ._parameters import sendable
 
 __all__ = [
     "IDENTIFIER",
@@ -203,6 +204,12 @@ class ReadWindow:
                 f"({iso(self.since_ns)})")
         if self.padding_ns < 0:
             raise ClickHouseInputError(f"the run padding must not be negative, not {self.padding_ns!r} ns")
+        if self.service is not None and not sendable(self.service):
+            # a command line's bytes that are not UTF-8 arrive as lone surrogates: such a name would
+            # match no span, or reach ClickHouse changed
+            raise ClickHouseInputError(
+                f"--service {self.service!r} is not UTF-8 text (it holds bytes that are not UTF-8); give the "
+                "service name as the exporter wrote it, the resource's service.name")
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,6 @@ import re
 import time
 
 from ...exceptions import ClickHouseInputError
-from ._parameters import sendable
 from ._select import ReadWindow, iso
 
 __all__ = [
@@ -49,7 +48,6 @@ def parse_time(text: str, flag: str) -> int:
 def window(since: str | None = None, until: str | None = None, last: str | None = None,
            service: str | None = None, now_ns: int | None = None) -> ReadWindow:
     """The window the options describe; ``--last 6h`` when none is given."""
-    _check_service(service)
     if last is not None and (since is not None or until is not None):
         raise ClickHouseInputError("give either --last or --since/--until, not both")
     now = time.time_ns() if now_ns is None else now_ns
@@ -61,11 +59,3 @@ def window(since: str | None = None, until: str | None = None, last: str | None 
     end = parse_time(until, "--until") if until is not None else now + 1
     return ReadWindow(start, end, service)
 
-
-def _check_service(service: str | None) -> None:
-    """Refuse a service name that cannot be sent as text (a command line's bytes that are not
-    UTF-8 arrive as lone surrogates): it would match no span, or reach ClickHouse changed."""
-    if service is not None and not sendable(service):
-        raise ClickHouseInputError(
-            f"--service {service!r} is not UTF-8 text (it holds bytes that are not UTF-8); give the service "
-            "name as the exporter wrote it, the resource's service.name")
